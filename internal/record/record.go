@@ -1,0 +1,152 @@
+package record
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// Header names carried by commands on the input topic.
+const (
+	HeaderBatch = "jobdrop-batch"       // batch id: SHA-256 of the source file
+	HeaderFile  = "jobdrop-source-file" // file name as dropped
+	HeaderRow   = "jobdrop-source-row"  // 1-based row (line) in the file
+	HeaderActor = "jobdrop-actor"       // who sent the command
+)
+
+// Header names carried by fired events, so a router needs no JSON parsing.
+const (
+	HeaderFireHost      = "scheduler-host"
+	HeaderFireName      = "scheduler-name"
+	HeaderFireID        = "scheduler-fire-id"
+	HeaderFireScheduled = "scheduler-scheduled-at"
+)
+
+// HeaderEnd on a state tombstone says why the task ended.
+const HeaderEnd = "jobdrop-end"
+
+// Reasons a task ends, carried in HeaderEnd.
+const (
+	EndCompleted = "completed" // its last occurrence fired
+	EndDeleted   = "deleted"   // a DELETE command
+)
+
+// Source says where a command came from.
+type Source struct {
+	Batch string `json:"batch,omitempty"`
+	File  string `json:"file,omitempty"`
+	Row   int    `json:"row,omitempty"`
+	Actor string `json:"actor,omitempty"`
+}
+
+// State is the value of a task's record on the state topic: everything the
+// engine needs to resume the task on another instance.
+type State struct {
+	Definition task.Definition `json:"definition"`
+	// Anchor is the resolved start; every fire is Anchor + k·period.
+	Anchor int64 `json:"anchor"`
+	// NextFire is the next occurrence to fire, epoch ms.
+	NextFire int64 `json:"nextFire"`
+	// FireCount counts the occurrences fired so far.
+	FireCount int64 `json:"fireCount"`
+	// LastFire is the scheduled time of the last occurrence fired.
+	LastFire int64  `json:"lastFire,omitempty"`
+	Source   Source `json:"source"`
+	// UpdatedAt is when the engine last wrote this record.
+	UpdatedAt int64 `json:"updatedAt"`
+}
+
+// Fired is the value of an event on a task's target topic.
+type Fired struct {
+	Host        string            `json:"host"`
+	Name        string            `json:"name"`
+	Data        map[string]string `json:"data"`
+	ScheduledAt int64             `json:"scheduledAt"`
+	FiredAt     int64             `json:"firedAt"`
+	FireID      string            `json:"fireId"`
+}
+
+// Execution is the value of a record on the executions topic, keyed by
+// fire id, committed in the same transaction as the fired event.
+type Execution struct {
+	FireID      string `json:"fireId"`
+	Host        string `json:"host"`
+	Name        string `json:"name"`
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      int64  `json:"offset"`
+	ScheduledAt int64  `json:"scheduledAt"`
+	FiredAt     int64  `json:"firedAt"`
+	Batch       string `json:"batch,omitempty"`
+}
+
+// Execution statuses. FIRED is implied by the execution record; the others
+// are reported by workers on the status topic.
+const (
+	StatusFired   = "FIRED"
+	StatusRunning = "RUNNING"
+	StatusSuccess = "SUCCESS"
+	StatusFailed  = "FAILED"
+)
+
+// Status is a worker's report on an execution, keyed by fire id.
+type Status struct {
+	FireID  string `json:"fireId"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	Worker  string `json:"worker,omitempty"`
+	At      int64  `json:"at"`
+}
+
+// Audit actions.
+const (
+	ActionFileInjected  = "file.injected"
+	ActionFileRejected  = "file.rejected"
+	ActionFileDuplicate = "file.duplicate"
+	ActionTaskCreated   = "task.created"
+	ActionTaskUpdated   = "task.updated"
+	ActionTaskDeleted   = "task.deleted"
+	ActionTaskCompleted = "task.completed"
+)
+
+// Audit outcomes.
+const (
+	OutcomeOK       = "ok"
+	OutcomeRejected = "rejected"
+	OutcomeNoChange = "unchanged"
+)
+
+// Audit is one event of the audit trail: who did what to which object, when,
+// and how it ended.
+type Audit struct {
+	ID      string `json:"id"`
+	At      int64  `json:"at"`
+	Actor   string `json:"actor"`
+	Action  string `json:"action"`
+	Object  string `json:"object"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+	// Batch is set on file events.
+	Batch *Batch `json:"batch,omitempty"`
+}
+
+// Batch describes one file's journey; it rides on the file's audit events.
+type Batch struct {
+	ID       string `json:"id"`
+	File     string `json:"file"`
+	Folder   string `json:"folder,omitempty"`
+	Size     int64  `json:"size"`
+	Rows     int    `json:"rows"`
+	Rejected int    `json:"rejected"`
+	// Errors holds the first row errors of a rejected file, one per line.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// FireID is the deterministic id of one occurrence of a task, so that
+// downstream consumers can deduplicate.
+func FireID(host, name string, scheduledAt int64) string {
+	h := sha256.Sum256([]byte(task.Key(host, name) + "@" + strconv.FormatInt(scheduledAt, 10)))
+	return hex.EncodeToString(h[:16])
+}

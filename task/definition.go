@@ -1,0 +1,127 @@
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Action says what a command does to the task named by its key.
+type Action string
+
+// The actions of light-scheduler's DefinitionAction enum.
+const (
+	// Insert creates the task; inserting a definition identical to the stored
+	// one changes nothing, inserting a different one replaces it.
+	Insert Action = "INSERT"
+	// Update replaces the stored definition (or creates it).
+	Update Action = "UPDATE"
+	// Delete stops the task and forgets it.
+	Delete Action = "DELETE"
+)
+
+// TimeUnit is the unit of a Frequency, as light-scheduler's TimeUnit enum.
+type TimeUnit string
+
+// The five time units of light-scheduler.
+const (
+	Milliseconds TimeUnit = "MILLISECONDS"
+	Seconds      TimeUnit = "SECONDS"
+	Minutes      TimeUnit = "MINUTES"
+	Hours        TimeUnit = "HOURS"
+	Days         TimeUnit = "DAYS"
+)
+
+// Units lists the time units in increasing size.
+var Units = []TimeUnit{Milliseconds, Seconds, Minutes, Hours, Days}
+
+// Duration is the length of one unit; zero for an unknown unit.
+func (u TimeUnit) Duration() time.Duration {
+	switch u {
+	case Milliseconds:
+		return time.Millisecond
+	case Seconds:
+		return time.Second
+	case Minutes:
+		return time.Minute
+	case Hours:
+		return time.Hour
+	case Days:
+		return 24 * time.Hour
+	}
+	return 0
+}
+
+// ParseTimeUnit accepts a unit name in any case, singular or plural
+// ("minute", "Minutes", "MINUTES").
+func ParseTimeUnit(s string) (TimeUnit, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	if !strings.HasSuffix(u, "S") {
+		u += "S"
+	}
+	if TimeUnit(u).Duration() == 0 {
+		return "", fmt.Errorf("unknown time unit %q (want one of MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS)", s)
+	}
+	return TimeUnit(u), nil
+}
+
+// Frequency is a fixed repeat interval: Time units of TimeUnit.
+type Frequency struct {
+	TimeUnit TimeUnit `json:"timeUnit"`
+	Time     int32    `json:"time"`
+}
+
+// Period is the interval between two fires.
+func (f Frequency) Period() time.Duration { return time.Duration(f.Time) * f.TimeUnit.Duration() }
+
+// Definition is one scheduler command. The first seven fields are
+// light-scheduler's TaskDefinition Avro record; the others are optional
+// extensions that light-scheduler clients never send.
+type Definition struct {
+	Host      string            `json:"host"`
+	Name      string            `json:"name"`
+	Action    Action            `json:"action"`
+	Frequency *Frequency        `json:"frequency"`
+	Topic     string            `json:"topic"`
+	Start     *int64            `json:"start"`
+	Data      map[string]string `json:"data"`
+
+	// Cron is a 5-field (minute precision) or 6-field (leading seconds)
+	// cron expression; it replaces Frequency.
+	Cron string `json:"cron,omitempty"`
+	// Timezone is the IANA zone Cron is evaluated in. Defaults to UTC.
+	Timezone string `json:"timezone,omitempty"`
+	// End is the last possible fire time, epoch milliseconds.
+	End *int64 `json:"end,omitempty"`
+}
+
+// Key is the record key of the task in every topic: host + "/" + name.
+func (d *Definition) Key() string { return Key(d.Host, d.Name) }
+
+// Key joins a host and a task name into a task key.
+func Key(host, name string) string { return host + "/" + name }
+
+// SplitKey is the inverse of Key.
+func SplitKey(key string) (host, name string, ok bool) {
+	return strings.Cut(key, "/")
+}
+
+// Repeats reports whether the task fires more than once.
+func (d *Definition) Repeats() bool { return d.Frequency != nil || d.Cron != "" }
+
+// Equal reports whether two definitions describe the same task the same way.
+func (d *Definition) Equal(o *Definition) bool {
+	a, _ := json.Marshal(d)
+	b, _ := json.Marshal(o)
+	return string(a) == string(b)
+}
+
+// Ptr returns a pointer to v; handy for the optional epoch fields.
+func Ptr[T any](v T) *T { return &v }
+
+// Millis converts a time to epoch milliseconds.
+func Millis(t time.Time) int64 { return t.UnixMilli() }
+
+// Time converts epoch milliseconds to a UTC time.
+func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -1,0 +1,129 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/adhocore/gronx"
+)
+
+// FieldError says which field of a definition is wrong, its value and what
+// was expected. Converters map Field to the column it came from.
+type FieldError struct {
+	Field  string
+	Value  string
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s: %s (got %q)", e.Field, e.Reason, e.Value)
+}
+
+// MaxNameLen bounds host and name, so keys stay usable as Kafka keys and in
+// the console.
+const MaxNameLen = 255
+
+// Validate checks a command and returns every problem found, each a
+// *FieldError, joined with errors.Join; nil when the command is valid.
+// A DELETE needs only its key.
+func (d *Definition) Validate() error {
+	var errs []error
+	bad := func(field, value, reason string) {
+		errs = append(errs, &FieldError{Field: field, Value: value, Reason: reason})
+	}
+	checkName := func(field, v string, slash bool) {
+		switch {
+		case strings.TrimSpace(v) == "":
+			bad(field, v, "is required")
+		case len(v) > MaxNameLen:
+			bad(field, v[:32]+"…", fmt.Sprintf("is longer than %d bytes", MaxNameLen))
+		case !slash && strings.Contains(v, "/"):
+			bad(field, v, `must not contain "/"`)
+		case strings.IndexFunc(v, unicode.IsControl) >= 0:
+			bad(field, v, "must not contain control characters")
+		}
+	}
+	checkName("host", d.Host, false)
+	checkName("name", d.Name, true)
+	switch d.Action {
+	case Insert, Update, Delete:
+	default:
+		bad("action", string(d.Action), "must be INSERT, UPDATE or DELETE")
+	}
+	if d.Action == Delete {
+		return errors.Join(errs...)
+	}
+	checkName("topic", d.Topic, true)
+	if d.Topic != "" && !validTopic(d.Topic) {
+		bad("topic", d.Topic, "must be a Kafka topic name: letters, digits, '.', '_' or '-', at most 249")
+	}
+	if f := d.Frequency; f != nil {
+		if f.TimeUnit.Duration() == 0 {
+			bad("frequency.timeUnit", string(f.TimeUnit), "must be MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS")
+		}
+		if f.Time <= 0 {
+			bad("frequency.time", fmt.Sprint(f.Time), "must be a positive whole number")
+		}
+		if d.Cron != "" {
+			bad("cron", d.Cron, "cannot be combined with a frequency")
+		}
+	}
+	if d.Timezone != "" {
+		if _, err := time.LoadLocation(d.Timezone); err != nil {
+			bad("timezone", d.Timezone, "must be an IANA time zone such as Europe/Paris")
+		}
+	}
+	if d.Cron != "" && !gronx.IsValid(d.Cron) {
+		bad("cron", d.Cron, "must be a cron expression of 5 or 6 fields")
+	}
+	if d.Start != nil && *d.Start < 0 {
+		bad("start", fmt.Sprint(*d.Start), "must be epoch milliseconds after 1970")
+	}
+	if d.End != nil && d.Start != nil && *d.End < *d.Start {
+		bad("end", fmt.Sprint(*d.End), "must not be before start")
+	}
+	for k := range d.Data {
+		if k == "" {
+			bad("data", "", "keys must not be empty")
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FieldErrors flattens the error returned by Validate.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if fe, ok := err.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return out
+}
+
+func validTopic(t string) bool {
+	if len(t) > 249 || t == "." || t == ".." {
+		return false
+	}
+	for _, r := range t {
+		if !(r == '.' || r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
