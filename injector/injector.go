@@ -1,0 +1,435 @@
+package injector
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// Config configures an Injector.
+type Config struct {
+	// ClientOpts reach the brokers.
+	ClientOpts []kgo.Opt
+	// TransactionalID identifies this injector's producer. It must be stable
+	// across restarts of one instance and differ between instances.
+	// Required.
+	TransactionalID string
+	// Topics names jobdrop's topics.
+	Topics record.Topics
+	// Actor is who the audit trail says injected files. Defaults to
+	// "watcher".
+	Actor string
+	// MaxErrors bounds the row errors kept for a rejected file's report.
+	// Defaults to 1000.
+	MaxErrors int
+	// Now is the clock of audit timestamps. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Batches answers whether a batch id was already injected.
+type Batches interface {
+	BatchInjected(ctx context.Context, id string) (bool, error)
+}
+
+// Injector injects files. It is safe for concurrent use; files are injected
+// one at a time, since one transactional producer serves them all.
+type Injector struct {
+	cfg     Config
+	batches Batches
+	log     *slog.Logger
+
+	mu       sync.Mutex // owns cl: one transaction at a time
+	cl       *kgo.Client
+	injected map[string]bool // batch ids committed by this process
+}
+
+var _ Batches = (*Injector)(nil)
+
+// New connects a transactional producer.
+func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
+	if cfg.TransactionalID == "" {
+		return nil, errors.New("injector: TransactionalID is required")
+	}
+	cfg.Topics = cfg.Topics.WithDefaults()
+	if cfg.Actor == "" {
+		cfg.Actor = "watcher"
+	}
+	if cfg.MaxErrors == 0 {
+		cfg.MaxErrors = 1000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	opts := append([]kgo.Opt{
+		kgo.TransactionalID(cfg.TransactionalID),
+		// A large file may take minutes to produce.
+		kgo.TransactionTimeout(5 * time.Minute),
+		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.MaxBufferedRecords(100_000),
+	}, cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("injector: %w", err)
+	}
+	return &Injector{cfg: cfg, batches: batches, log: log.With("component", "injector"), cl: cl, injected: map[string]bool{}}, nil
+}
+
+// Close releases the producer. It is safe to call more than once.
+func (in *Injector) Close() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cl != nil {
+		in.cl.Close()
+		in.cl = nil
+	}
+}
+
+// File is one file to inject.
+type File struct {
+	// Path is where the file is read from.
+	Path string
+	// Name is the name the file was dropped as; reports use it.
+	Name string
+	// Folder is the watched folder it came from, if any.
+	Folder string
+}
+
+// Outcome says what became of a file.
+type Outcome string
+
+// The outcomes of Inject.
+const (
+	Injected  Outcome = "injected"
+	Duplicate Outcome = "duplicate"
+	Rejected  Outcome = "rejected"
+)
+
+// Result describes an injected, duplicate or rejected file.
+type Result struct {
+	Outcome Outcome
+	Batch   record.Batch
+}
+
+// RejectedError is returned for a file with invalid rows; its message is the
+// error report, one line per problem.
+type RejectedError struct {
+	File   string
+	Rows   int      // data rows read
+	Bad    int      // rows rejected
+	Errors []string // the first MaxErrors problems
+	Err    error    // a problem with the file as a whole, if any
+}
+
+func (e *RejectedError) Error() string {
+	var b strings.Builder
+	if e.Err != nil {
+		fmt.Fprintf(&b, "%s: %v\n", e.File, e.Err)
+	}
+	if e.Bad > 0 {
+		fmt.Fprintf(&b, "%s: %d of %d rows rejected; nothing was injected\n", e.File, e.Bad, e.Rows)
+	}
+	for _, line := range e.Errors {
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	if e.Bad > len(e.Errors) {
+		fmt.Fprintf(&b, "… and %d more rows\n", e.Bad-len(e.Errors))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// BatchInjected reports whether this process committed the batch, or the
+// store of earlier injections says it was.
+func (in *Injector) BatchInjected(ctx context.Context, id string) (bool, error) {
+	in.mu.Lock()
+	done := in.injected[id]
+	in.mu.Unlock()
+	if done || in.batches == nil {
+		return done, nil
+	}
+	return in.batches.BatchInjected(ctx, id)
+}
+
+// Inject converts f with conv and commits all its commands in one
+// transaction, or none of them: a file with any invalid row is rejected
+// whole with a *RejectedError. Content injected before is recorded as a
+// duplicate and injects nothing.
+func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converter, opts converters.Options) (Result, error) {
+	if f.Name == "" {
+		f.Name = filepath.Base(f.Path)
+	}
+	id, size, err := hashFile(f.Path)
+	if err != nil {
+		return Result{}, fmt.Errorf("read %s: %w", f.Name, err)
+	}
+	batch := record.Batch{ID: id, File: f.Name, Folder: f.Folder, Size: size}
+	seen, err := in.BatchInjected(ctx, id)
+	if err != nil {
+		return Result{}, fmt.Errorf("check batch %s: %w", f.Name, err)
+	}
+	if seen {
+		err := in.audit(ctx, record.ActionFileDuplicate, record.OutcomeNoChange, &batch,
+			"same content as a file injected before; nothing injected")
+		return Result{Outcome: Duplicate, Batch: batch}, err
+	}
+
+	rows, rej := in.check(ctx, f, conv, opts)
+	batch.Rows = rej.Rows
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	if rej.Err != nil || rej.Bad > 0 {
+		batch.Rejected = rej.Bad
+		batch.Errors = rej.Errors[:min(len(rej.Errors), 100)]
+		if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
+			in.log.Error("audit rejected file", "file", f.Name, "err", err)
+		}
+		return Result{Outcome: Rejected, Batch: batch}, rej
+	}
+
+	src := record.Source{Batch: id, File: f.Name, Actor: in.cfg.Actor}
+	err = in.transact(ctx, func(produce func(*kgo.Record)) error {
+		emit := func(r converters.Row) error {
+			if r.Err != nil {
+				return fmt.Errorf("file changed while injected: %w", r.Err)
+			}
+			produce(in.command(&r.Def, src, r.Line))
+			return nil
+		}
+		if rows != nil {
+			for _, r := range rows {
+				_ = emit(r)
+			}
+		} else if err := conv.Convert(ctx, f.Path, opts, emit); err != nil {
+			return err
+		}
+		a := in.auditRecord(record.ActionFileInjected, record.OutcomeOK, &batch,
+			fmt.Sprintf("%d tasks injected", batch.Rows))
+		produce(a)
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("inject %s: %w", f.Name, err)
+	}
+	in.mu.Lock()
+	in.injected[id] = true
+	in.mu.Unlock()
+	in.log.Info("file injected", "file", f.Name, "batch", id, "rows", batch.Rows)
+	return Result{Outcome: Injected, Batch: batch}, nil
+}
+
+// bufferRows bounds how many converted rows check keeps, so a small file is
+// read once and a large one is converted again while producing instead of
+// held in memory.
+const bufferRows = 20_000
+
+// check converts the whole file without producing anything, collecting
+// every problem: invalid rows and task keys repeated within the file. It
+// returns the rows when there were few enough to keep.
+func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options) ([]converters.Row, *RejectedError) {
+	rej := &RejectedError{File: f.Name}
+	var rows []converters.Row
+	keep := true
+	seed := maphash.MakeSeed()
+	firstRow := map[uint64]int{}
+	fail := func(line string) {
+		rej.Bad++
+		if len(rej.Errors) < in.cfg.MaxErrors {
+			rej.Errors = append(rej.Errors, line)
+		}
+	}
+	err := conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
+		rej.Rows++
+		if r.Err != nil {
+			for _, e := range splitJoined(r.Err) {
+				fail(e.Error())
+			}
+			keep = false
+			return nil
+		}
+		h := maphash.String(seed, r.Def.Key())
+		if prev, dup := firstRow[h]; dup {
+			fail((&converters.RowError{File: f.Name, Row: r.Line, Column: "name", Value: r.Def.Name,
+				Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", r.Def.Key(), prev)}).Error())
+			keep = false
+			return nil
+		}
+		firstRow[h] = r.Line
+		if keep && len(rows) < bufferRows {
+			rows = append(rows, r)
+		} else {
+			keep, rows = false, nil
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		rej.Err = err
+	} else if rej.Rows == 0 {
+		rej.Err = errors.New("no rows: the file holds no job")
+	}
+	if !keep {
+		rows = nil
+	}
+	return rows, rej
+}
+
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Send injects commands that did not come from a file (the REST API and the
+// console) in one transaction, with an audit event per command.
+func (in *Injector) Send(ctx context.Context, actor string, defs ...task.Definition) error {
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		for i := range defs {
+			produce(in.command(&defs[i], record.Source{Actor: actor}, 0))
+		}
+		return nil
+	})
+}
+
+// Audit writes one audit event on its own.
+func (in *Injector) Audit(ctx context.Context, a record.Audit) error {
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		produce(in.encodeAudit(a))
+		return nil
+	})
+}
+
+func (in *Injector) audit(ctx context.Context, action, outcome string, b *record.Batch, detail string) error {
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		produce(in.auditRecord(action, outcome, b, detail))
+		return nil
+	})
+}
+
+func (in *Injector) auditRecord(action, outcome string, b *record.Batch, detail string) *kgo.Record {
+	now := in.cfg.Now()
+	return in.encodeAudit(record.Audit{
+		ID:      action + ":" + b.ID + ":" + strconv.FormatInt(now.UnixNano(), 36),
+		At:      now.UnixMilli(),
+		Actor:   in.cfg.Actor,
+		Action:  action,
+		Object:  b.File,
+		Outcome: outcome,
+		Detail:  detail,
+		Batch:   b,
+	})
+}
+
+func (in *Injector) encodeAudit(a record.Audit) *kgo.Record {
+	v, _ := json.Marshal(a)
+	key := a.Actor
+	if a.Batch != nil {
+		key = a.Batch.ID
+	}
+	return &kgo.Record{Topic: in.cfg.Topics.Audit, Key: []byte(key), Value: v}
+}
+
+func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo.Record {
+	v, _ := json.Marshal(d)
+	h := []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte(src.Actor)}}
+	if src.Batch != "" {
+		h = append(h,
+			kgo.RecordHeader{Key: record.HeaderBatch, Value: []byte(src.Batch)},
+			kgo.RecordHeader{Key: record.HeaderFile, Value: []byte(src.File)},
+			kgo.RecordHeader{Key: record.HeaderRow, Value: []byte(strconv.Itoa(row))})
+	}
+	return &kgo.Record{Topic: in.cfg.Topics.Input, Key: []byte(d.Key()), Value: v, Headers: h}
+}
+
+// transact runs fill inside one transaction and commits it, or aborts it
+// when fill or any produce fails.
+func (in *Injector) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.cl == nil {
+		return errors.New("injector closed")
+	}
+	cl := in.cl
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	var (
+		errMu   sync.Mutex
+		prodErr error
+	)
+	produce := func(r *kgo.Record) {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				errMu.Lock()
+				prodErr = errors.Join(prodErr, err)
+				errMu.Unlock()
+			}
+		})
+	}
+	err := fill(produce)
+	if ferr := cl.Flush(ctx); err == nil {
+		err = ferr
+	}
+	errMu.Lock()
+	if err == nil {
+		err = prodErr
+	}
+	errMu.Unlock()
+	// The context of EndTransaction is never cancelled: an interrupted
+	// commit leaves its outcome unknown.
+	end := context.WithoutCancel(ctx)
+	if err != nil {
+		if aerr := cl.AbortBufferedRecords(end); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		if aerr := cl.EndTransaction(end, kgo.TryAbort); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return err
+	}
+	if err := cl.EndTransaction(end, kgo.TryCommit); err != nil {
+		if errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable) {
+			_ = cl.EndTransaction(end, kgo.TryAbort)
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

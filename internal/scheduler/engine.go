@@ -1,0 +1,188 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// ClientOpts reach the brokers.
+	ClientOpts []kgo.Opt
+	// Topics names jobdrop's topics.
+	Topics record.Topics
+	// Group is the consumer group the instances share. Defaults to
+	// "jobdrop-scheduler".
+	Group string
+	// Node names this instance in logs and ownership markers. Defaults to
+	// the host name.
+	Node string
+	// MaxFiresPerTxn caps the fires committed in one transaction. Defaults
+	// to 10,000.
+	MaxFiresPerTxn int
+	// SessionTimeout is how long the group waits for a silent instance
+	// before giving its partitions to others. Defaults to 10s.
+	SessionTimeout time.Duration
+	// Targets checks target topics before a task fires into one. Required.
+	Targets TargetChecker
+	// Clock drives fire times. Defaults to the real clock.
+	Clock clockwork.Clock
+}
+
+// TargetChecker says whether a target topic can be written.
+type TargetChecker interface {
+	// Ensure returns an error only when the topic definitely cannot be
+	// written; the fire is then recorded as FAILED with that error.
+	Ensure(ctx context.Context, topic string) error
+	// Forget drops a remembered answer after writing to topic failed.
+	Forget(topic string)
+}
+
+// Engine fires the tasks of the input partitions this instance owns.
+type Engine struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	runners map[int32]*runner
+	closed  bool
+}
+
+// New checks cfg and applies its defaults.
+func New(cfg Config, log *slog.Logger) (*Engine, error) {
+	cfg.Topics = cfg.Topics.WithDefaults()
+	if cfg.Group == "" {
+		cfg.Group = "jobdrop-scheduler"
+	}
+	if cfg.Node == "" {
+		cfg.Node = hostname()
+	}
+	if cfg.MaxFiresPerTxn == 0 {
+		cfg.MaxFiresPerTxn = 10_000
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Targets == nil {
+		return nil, errors.New("scheduler: Targets is required")
+	}
+	if cfg.MaxFiresPerTxn < 1 {
+		return nil, fmt.Errorf("scheduler: MaxFiresPerTxn must be positive, got %d", cfg.MaxFiresPerTxn)
+	}
+	return &Engine{cfg: cfg, log: log.With("component", "scheduler", "node", cfg.Node), runners: map[int32]*runner{}}, nil
+}
+
+// Run joins the group and runs a runner per owned partition until ctx is
+// done; then it stops the runners and leaves the group.
+func (e *Engine) Run(ctx context.Context) error {
+	input := e.cfg.Topics.Input
+	opts := append([]kgo.Opt{
+		kgo.ConsumerGroup(e.cfg.Group),
+		kgo.ConsumeTopics(input),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(e.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(e.cfg.SessionTimeout / 10),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			e.assign(ctx, m[input])
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			e.revoke(m[input])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			e.revoke(m[input])
+		}),
+	}, e.cfg.ClientOpts...)
+	group, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	// The group assigns partitions; each runner reads its own partition from
+	// the offset it checkpointed, so the group client itself never fetches.
+	group.PauseFetchTopics(input)
+	go func() {
+		// Polling surfaces group errors; records never come while paused.
+		for ctx.Err() == nil {
+			fs := group.PollFetches(ctx)
+			fs.EachError(func(t string, p int32, err error) {
+				if ctx.Err() == nil {
+					e.log.Warn("group consumer", "topic", t, "partition", p, "err", err)
+				}
+			})
+		}
+	}()
+	<-ctx.Done()
+	e.mu.Lock()
+	e.closed = true
+	var all []int32
+	for p := range e.runners {
+		all = append(all, p)
+	}
+	e.mu.Unlock()
+	e.stop(all)
+	group.Close()
+	return nil
+}
+
+// Owned lists the partitions this instance runs now.
+func (e *Engine) Owned() []int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ps []int32
+	for p := range e.runners {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func (e *Engine) assign(ctx context.Context, ps []int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	for _, p := range ps {
+		if _, ok := e.runners[p]; ok {
+			continue
+		}
+		r := newRunner(e, p)
+		e.runners[p] = r
+		r.start(ctx)
+	}
+	e.log.Info("partitions assigned", "partitions", ps)
+}
+
+func (e *Engine) revoke(ps []int32) {
+	if len(ps) == 0 {
+		return
+	}
+	e.log.Info("partitions revoked", "partitions", ps)
+	e.stop(ps)
+}
+
+func (e *Engine) stop(ps []int32) {
+	var rs []*runner
+	e.mu.Lock()
+	for _, p := range ps {
+		if r, ok := e.runners[p]; ok {
+			rs = append(rs, r)
+			delete(e.runners, p)
+		}
+	}
+	e.mu.Unlock()
+	for _, r := range rs {
+		r.stop()
+	}
+}
