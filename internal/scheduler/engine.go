@@ -147,6 +147,18 @@ func (e *Engine) Owned() []int32 {
 	return ps
 }
 
+// ActiveTasks counts the tasks of the partitions this instance runs, as of
+// their last committed transaction.
+func (e *Engine) ActiveTasks() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for _, r := range e.runners {
+		n += r.active.Load()
+	}
+	return n
+}
+
 func (e *Engine) assign(ctx context.Context, ps []int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,6 +34,14 @@ const idleWait = time.Minute
 
 // errFenced means another instance took the partition over.
 var errFenced = errors.New("fenced: another instance owns the partition")
+
+// errCrashed ends a runner as if its process died: tests use it through
+// testHookBeforeCommit to leave a transaction open and never ended.
+var errCrashed = errors.New("crashed")
+
+// testHookBeforeCommit, when set by a test, runs after a fire transaction is
+// written and before it is committed; returning true kills the runner there.
+var testHookBeforeCommit func(p int32, fires int) bool
 
 type owner struct {
 	Node  string `json:"node"`
@@ -59,6 +68,10 @@ type runner struct {
 	tasks map[string]*entry
 	heap  fireHeap
 	next  int64 // next input offset to apply
+
+	crashed bool // set by testHookBeforeCommit
+
+	active atomic.Int64 // tasks held, as of the last commit
 }
 
 func newRunner(e *Engine, p int32) *runner {
@@ -83,8 +96,14 @@ func (r *runner) run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := r.session(ctx)
+		if errors.Is(err, errCrashed) {
+			return // a dead process ends nothing and closes nothing
+		}
 		r.closeClients()
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errCrashed) {
 			return
 		}
 		if errors.Is(err, errFenced) {
@@ -139,6 +158,7 @@ func (r *runner) session(ctx context.Context) error {
 	if err := r.restore(ctx, nonce); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	r.active.Store(int64(len(r.tasks)))
 	r.log.Info("partition restored", "tasks", len(r.tasks), "input_offset", r.next, "took", time.Since(start).Round(time.Millisecond))
 	r.cons.RemoveConsumePartitions(map[string][]int32{cfg.Topics.State: {r.p}})
 	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)}})
@@ -394,6 +414,9 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			v, _ := json.Marshal(checkpoint{InputOffset: next})
 			produce(r.stateRecord(keyCheckpoint, v))
 		}
+		if hook := testHookBeforeCommit; hook != nil && len(fires) > 0 && hook(r.p, len(fires)) {
+			r.crashed = true
+		}
 	})
 	if err != nil {
 		for _, f := range fires {
@@ -404,6 +427,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		return err
 	}
 	r.next = next
+	r.active.Store(int64(len(r.tasks)))
 	return nil
 }
 
@@ -533,6 +557,9 @@ func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Recor
 	)
 	failed := false
 	fill(func(rec *kgo.Record) {
+		if failed {
+			return
+		}
 		if rec == nil {
 			failed = true
 			return
@@ -553,6 +580,9 @@ func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Recor
 	mu.Unlock()
 	if err == nil && failed {
 		err = errors.New("writing fired events failed")
+	}
+	if r.crashed {
+		return errCrashed
 	}
 	end := context.WithoutCancel(ctx)
 	if err != nil {

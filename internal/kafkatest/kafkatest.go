@@ -1,0 +1,111 @@
+// Package kafkatest starts throwaway Kafka-protocol clusters for tests and
+// reads topics back as a downstream consumer would: read_committed.
+package kafkatest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Cluster starts a one-broker cluster on a free port, closed with the test.
+func Cluster(t testing.TB) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// Client returns a client of brokers, closed with the test.
+func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+const sentinel = "kafkatest-sentinel"
+
+// Drain returns every committed record of topic, in partition order. It
+// knows it has reached the end when it reads back a marker it writes to
+// each partition, so records of transactions committed before the call
+// are all included.
+func Drain(t testing.TB, brokers []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(Client(t, brokers))
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil || details[topic].Err != nil {
+		t.Fatalf("drain %s: %v %v", topic, err, details[topic].Err)
+	}
+	parts := details[topic].Partitions.Numbers()
+	prod := Client(t, brokers, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, p := range parts {
+		rec := &kgo.Record{Topic: topic, Partition: p, Headers: []kgo.RecordHeader{{Key: sentinel}}}
+		if err := prod.ProduceSync(ctx, rec).FirstErr(); err != nil {
+			t.Fatalf("drain %s: %v", topic, err)
+		}
+	}
+	cons := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	pending := len(parts)
+	for pending > 0 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("drain %s: %d partitions not read to the end", topic, pending)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Headers) == 1 && r.Headers[0].Key == sentinel {
+				pending--
+				return
+			}
+			out = append(out, r)
+		})
+	}
+	return out
+}
+
+// Decode unmarshals every record's value into a T.
+func Decode[T any](t testing.TB, recs []*kgo.Record) []T {
+	t.Helper()
+	out := make([]T, 0, len(recs))
+	for _, r := range recs {
+		var v T
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatalf("decode %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Eventually polls cond until it holds or the deadline passes.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Describe formats a record for failure messages.
+func Describe(r *kgo.Record) string {
+	return fmt.Sprintf("%s/%d@%d key=%s", r.Topic, r.Partition, r.Offset, r.Key)
+}

@@ -1,0 +1,308 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+const partitions = 4
+
+type harness struct {
+	t       *testing.T
+	brokers []string
+	topics  record.Topics
+	clock   *clockwork.FakeClock
+	targets *kafka.TargetTopics
+}
+
+func newHarness(t *testing.T) *harness {
+	brokers := kafkatest.Cluster(t)
+	topics := record.Topics{}.WithDefaults()
+	cl := kafkatest.Client(t, brokers)
+	ctx := context.Background()
+	if err := kafka.EnsureTopics(ctx, cl, topics, partitions, -1); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, brokers: brokers, topics: topics,
+		clock:   clockwork.NewFakeClockAt(time.Now().Truncate(time.Minute)),
+		targets: kafka.NewTargetTopics(cl, partitions, -1, true)}
+}
+
+type running struct {
+	*Engine
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (h *harness) start() *running {
+	e, err := New(Config{
+		ClientOpts:     kafka.ClientOpts(h.brokers, "test"),
+		Topics:         h.topics,
+		Targets:        h.targets,
+		Clock:          h.clock,
+		SessionTimeout: 2 * time.Second,
+		Node:           fmt.Sprintf("node-%d", time.Now().UnixNano()),
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Engine: e, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- e.Run(ctx) }()
+	h.t.Cleanup(r.stop)
+	return r
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+	r.done <- nil // let a second stop return
+}
+
+func (h *harness) send(defs ...task.Definition) {
+	h.t.Helper()
+	cl := kafkatest.Client(h.t, h.brokers)
+	for _, d := range defs {
+		v, _ := json.Marshal(d)
+		rec := &kgo.Record{Topic: h.topics.Input, Key: []byte(d.Key()), Value: v,
+			Headers: []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte("test")}}}
+		if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// advanceTo moves the clock once every runner of e waits on it.
+func (h *harness) advanceTo(t time.Time) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.clock.BlockUntilContext(ctx, partitions); err != nil {
+		h.t.Fatalf("runners never all waited on the clock: %v", err)
+	}
+	h.clock.Advance(t.Sub(h.clock.Now()))
+}
+
+// target collects what a read_committed consumer of topic sees.
+type target struct {
+	mu   sync.Mutex
+	recs []*kgo.Record
+}
+
+func (h *harness) watch(topic string) *target {
+	if err := h.targets.Ensure(context.Background(), topic); err != nil {
+		h.t.Fatal(err)
+	}
+	cl := kafkatest.Client(h.t, h.brokers, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	tg := &target{}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			tg.mu.Lock()
+			tg.recs = append(tg.recs, fs.Records()...)
+			tg.mu.Unlock()
+		}
+	}()
+	return tg
+}
+
+func (tg *target) count() int {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return len(tg.recs)
+}
+
+func (h *harness) waitFired(tg *target, n int) {
+	h.t.Helper()
+	kafkatest.Eventually(h.t, 30*time.Second, fmt.Sprintf("%d fired events", n), func() bool { return tg.count() >= n })
+}
+
+func oneShot(name string, at time.Time) task.Definition {
+	return task.Definition{Host: "acme", Name: name, Action: task.Insert, Topic: "jobs", Start: task.Ptr(at.UnixMilli()),
+		Data: map[string]string{"cmd": name}}
+}
+
+func every(name string, from time.Time, unit task.TimeUnit, n int32) task.Definition {
+	d := oneShot(name, from)
+	d.Frequency = &task.Frequency{TimeUnit: unit, Time: n}
+	return d
+}
+
+// occurrences counts fired events per task and scheduled time, failing on
+// any duplicate fire id.
+func occurrences(t *testing.T, recs []*kgo.Record) map[string][]int64 {
+	t.Helper()
+	seen := map[string]bool{}
+	out := map[string][]int64{}
+	for _, f := range kafkatest.Decode[record.Fired](t, recs) {
+		if seen[f.FireID] {
+			t.Errorf("fire %s of %s at %d fired twice", f.FireID, f.Name, f.ScheduledAt)
+		}
+		seen[f.FireID] = true
+		if f.FireID != record.FireID(f.Host, f.Name, f.ScheduledAt) {
+			t.Errorf("fire id %s is not derived from %s/%s at %d", f.FireID, f.Host, f.Name, f.ScheduledAt)
+		}
+		out[f.Name] = append(out[f.Name], f.ScheduledAt)
+	}
+	return out
+}
+
+func TestFiresOnTimeExactlyOnce(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	audit := h.watch(h.topics.Audit)
+	e := h.start()
+	gone := oneShot("gone", t0.Add(time.Second))
+	h.send(oneShot("once", t0.Add(time.Second)), every("every", t0.Add(time.Second), task.Seconds, 10), gone)
+	kafkatest.Eventually(t, 30*time.Second, "3 tasks active", func() bool { return e.ActiveTasks() == 3 })
+	gone.Action = task.Delete
+	h.send(gone, oneShot("once", t0.Add(time.Second))) // the INSERT again is a no-op
+	h.waitFired(audit, 5)
+	kafkatest.Eventually(t, 30*time.Second, "2 tasks active", func() bool { return e.ActiveTasks() == 2 })
+	outcomes := map[string]string{}
+	audit.mu.Lock()
+	for _, a := range kafkatest.Decode[record.Audit](t, audit.recs) {
+		outcomes[a.Action+" "+a.Object] = a.Outcome + " by " + a.Actor
+	}
+	audit.mu.Unlock()
+	wantAudit := map[string]string{
+		"task.created acme/once":  "unchanged by test", // the later, identical INSERT
+		"task.created acme/every": "ok by test",
+		"task.created acme/gone":  "ok by test",
+		"task.deleted acme/gone":  "ok by test",
+	}
+	if fmt.Sprint(outcomes) != fmt.Sprint(wantAudit) {
+		t.Fatalf("audit %v, want %v", outcomes, wantAudit)
+	}
+
+	h.advanceTo(t0.Add(time.Second - time.Millisecond))
+	h.advanceTo(t0.Add(time.Second))
+	h.waitFired(jobs, 2)
+	h.advanceTo(t0.Add(11 * time.Second))
+	h.waitFired(jobs, 3)
+	h.advanceTo(t0.Add(21 * time.Second))
+	h.waitFired(jobs, 4)
+	e.stop()
+
+	recs := kafkatest.Drain(t, h.brokers, "jobs")
+	got := occurrences(t, recs)
+	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
+	want := map[string][]int64{
+		"once":  {ms(time.Second)},
+		"every": {ms(time.Second), ms(11 * time.Second), ms(21 * time.Second)},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("fired %v, want %v", got, want)
+	}
+	r := recs[0]
+	headers := map[string]string{}
+	for _, hd := range r.Headers {
+		headers[hd.Key] = string(hd.Value)
+	}
+	for _, k := range []string{record.HeaderFireHost, record.HeaderFireName, record.HeaderFireID, record.HeaderFireScheduled} {
+		if headers[k] == "" {
+			t.Errorf("fired event lacks header %s: %v", k, headers)
+		}
+	}
+	if string(r.Key) != "acme/"+headers[record.HeaderFireName] {
+		t.Errorf("fired event key %q", r.Key)
+	}
+
+	execs := kafkatest.Decode[record.Execution](t, kafkatest.Drain(t, h.brokers, h.topics.Executions))
+	if len(execs) != 4 {
+		t.Fatalf("%d execution records, want 4", len(execs))
+	}
+	byID := map[string]*kgo.Record{}
+	for _, r := range recs {
+		var f record.Fired
+		_ = json.Unmarshal(r.Value, &f)
+		byID[f.FireID] = r
+	}
+	for _, x := range execs {
+		r, ok := byID[x.FireID]
+		if !ok || r.Partition != x.Partition || r.Offset != x.Offset || x.Topic != "jobs" {
+			t.Errorf("execution %+v does not point at its fired event", x)
+		}
+	}
+}
+
+func TestFreshEngineAfterCrashMidFireFiresEachOccurrenceOnce(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	const n = 100
+	var defs []task.Definition
+	used := map[int32]bool{}
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(h.topics.Input)
+	for i := range n {
+		d := oneShot(fmt.Sprintf("once-%03d", i), t0.Add(time.Second))
+		if i%2 == 1 {
+			d = every(fmt.Sprintf("every-%03d", i), t0.Add(time.Second), task.Seconds, 1)
+		}
+		defs = append(defs, d)
+		used[int32(part.Partition(&kgo.Record{Key: []byte(d.Key())}, partitions))] = true
+	}
+
+	var mu sync.Mutex
+	crashed := map[int32]bool{}
+	testHookBeforeCommit = func(p int32, fires int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if crashed[p] {
+			return false
+		}
+		crashed[p] = true
+		return true
+	}
+	a := h.start()
+	h.send(defs...)
+	kafkatest.Eventually(t, 30*time.Second, "tasks active", func() bool { return a.ActiveTasks() == n })
+	h.advanceTo(t0.Add(time.Second))
+	kafkatest.Eventually(t, 30*time.Second, "every runner with tasks to crash mid-fire", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(crashed) == len(used)
+	})
+	a.stop()
+	testHookBeforeCommit = nil
+	if c := jobs.count(); c != 0 {
+		t.Fatalf("%d events of uncommitted fires are visible", c)
+	}
+
+	b := h.start()
+	h.waitFired(jobs, n)
+	for s := 2; s <= 3; s++ {
+		h.advanceTo(t0.Add(time.Duration(s) * time.Second))
+		h.waitFired(jobs, n+(s-1)*n/2)
+	}
+	b.stop()
+
+	got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs"))
+	for _, d := range defs {
+		want := 1
+		if d.Frequency != nil {
+			want = 3
+		}
+		if len(got[d.Name]) != want {
+			t.Errorf("%s fired %d times (%v), want %d", d.Name, len(got[d.Name]), got[d.Name], want)
+		}
+	}
+}
