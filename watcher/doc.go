@@ -1,0 +1,29 @@
+// Package watcher owns the watched folders: it notices job list files dropped
+// into them (fsnotify events, an initial scan and a periodic rescan for events
+// that were missed or overflowed), waits until a file has stopped changing,
+// claims it with an atomic rename into the folder's .processing/ subfolder,
+// hands it to a Handler, and then moves it to archive/ (handled) or failed/
+// (with NAME.errors.txt holding the handler's error).
+//
+// Layout of every watched folder:
+//
+//	DIR/              files are dropped here
+//	DIR/.processing/  claimed files while they are handled, and after a crash
+//	DIR/archive/      handled files
+//	DIR/failed/       rejected files, each beside NAME.errors.txt
+//
+// Only regular files directly in a folder are input. Subfolders, symbolic
+// links, hidden names (".x"), lock files ("~x") and names ending in .tmp,
+// .part, .crdownload, .swp or .errors.txt are never touched, so a tool can
+// write "jobs.csv.part" and rename it to "jobs.csv" when done.
+//
+// Several watchers, in one process or in several, may watch the same folder:
+// the claim is a rename that never replaces an existing file, and the claimed
+// file stays locked (flock) while it is handled, so no file is handled by two
+// of them at once.
+//
+// The package must not know what a file contains: it neither parses files nor
+// talks to Kafka; converting and injecting is the Handler's business. It never
+// deletes or overwrites a dropped file: a name taken in archive/ or failed/
+// gets a UTC timestamp before its extension (jobs.20261122T101500Z.csv).
+package watcher

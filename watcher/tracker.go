@@ -1,0 +1,89 @@
+package watcher
+
+import (
+	"cmp"
+	"io/fs"
+	"slices"
+	"time"
+)
+
+// tracker decides when the files of one folder have stopped changing. It is
+// driven by its owner: touch on every event or newly found file, check once
+// per CheckInterval. It does no I/O of its own and is not safe for
+// concurrent use.
+type tracker struct {
+	need int // unchanged checks required
+	// quiet is how long a file must have been seen unchanged: need
+	// intervals. Counting checks alone is not enough, as a late tick can
+	// be followed closely by the next one.
+	quiet time.Duration
+	seq   uint64
+	files map[string]*tracked
+}
+
+// tracked is what a tracker knows about one file.
+type tracked struct {
+	seq      uint64 // arrival order
+	observed bool   // size, mod and since hold a baseline
+	size     int64
+	mod      time.Time
+	since    time.Time // when the baseline was observed
+	same     int       // checks in a row that found the baseline unchanged
+}
+
+// candidate is a file that has stopped changing.
+type candidate struct {
+	name string
+	size int64
+	mod  time.Time
+	seq  uint64
+}
+
+func newTracker(need int, interval time.Duration) *tracker {
+	return &tracker{need: need, quiet: time.Duration(need) * interval, files: make(map[string]*tracked)}
+}
+
+// has reports whether name is being tracked.
+func (t *tracker) has(name string) bool {
+	_, ok := t.files[name]
+	return ok
+}
+
+// touch starts tracking name, or restarts its count if it is tracked: the
+// next check takes a fresh baseline. A name keeps the arrival order of its
+// first touch.
+func (t *tracker) touch(name string) {
+	if s, ok := t.files[name]; ok {
+		s.observed, s.same = false, 0
+		return
+	}
+	t.seq++
+	t.files[name] = &tracked{seq: t.seq}
+}
+
+// check observes every tracked file with stat at time now and returns, in
+// arrival order, the files whose size and modification time were unchanged
+// on need checks in a row after their baseline, and for need intervals;
+// those are no longer tracked. Files that are gone or no longer regular are
+// dropped.
+func (t *tracker) check(now time.Time, stat func(name string) (fs.FileInfo, error)) []candidate {
+	var out []candidate
+	for name, s := range t.files {
+		fi, err := stat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			delete(t.files, name)
+			continue
+		}
+		if s.observed && fi.Size() == s.size && fi.ModTime().Equal(s.mod) {
+			s.same++
+		} else {
+			s.observed, s.size, s.mod, s.since, s.same = true, fi.Size(), fi.ModTime(), now, 0
+		}
+		if s.same >= t.need && now.Sub(s.since) >= t.quiet {
+			out = append(out, candidate{name: name, size: s.size, mod: s.mod, seq: s.seq})
+			delete(t.files, name)
+		}
+	}
+	slices.SortFunc(out, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}

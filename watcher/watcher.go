@@ -1,0 +1,269 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/jonboulle/clockwork"
+)
+
+// Names of the subfolders every watched folder gets, and the suffix of error
+// reports in failed/.
+const (
+	ProcessingDir = ".processing"
+	ArchiveDir    = "archive"
+	FailedDir     = "failed"
+	ErrorsSuffix  = ".errors.txt"
+)
+
+// File is a claimed file handed to a Handler.
+type File struct {
+	// Dir is the watched folder as configured, cleaned.
+	Dir string
+	// Name is the file's base name as dropped.
+	Name string
+	// Path is where the claimed file is now: Dir/.processing/Name.
+	Path string
+}
+
+// Handler processes claimed files. Files of one folder are handed over one
+// at a time; files of different folders concurrently.
+type Handler interface {
+	// HandleFile processes the file at f.Path; it must not move or delete
+	// it. A nil error moves the file to archive/; any other error moves it
+	// to failed/ beside NAME.errors.txt holding the error's text (one line
+	// per problem reads best) and is logged by the watcher, so HandleFile
+	// need not log it. A panic counts as an error.
+	//
+	// HandleFile must return soon after ctx is done. An error returned once
+	// ctx is done leaves the file in .processing/, and the file is handed
+	// over again at the next start: HandleFile must be idempotent.
+	HandleFile(ctx context.Context, f File) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, f File) error
+
+// HandleFile calls fn(ctx, f).
+func (fn HandlerFunc) HandleFile(ctx context.Context, f File) error { return fn(ctx, f) }
+
+var _ Handler = HandlerFunc(nil)
+
+// Folder is one watched folder.
+type Folder struct {
+	// Dir is the folder files are dropped into. Required. It and its
+	// subfolders .processing, archive and failed are created by New when
+	// missing.
+	Dir string
+}
+
+// Config configures a Watcher. Zero values take the documented defaults.
+type Config struct {
+	// Folders are the folders to watch. At least one is required; no two
+	// may be the same folder, and none may lie inside another one's
+	// .processing, archive or failed subfolder.
+	Folders []Folder
+	// StableChecks is how many checks in a row, CheckInterval apart, must
+	// find a file's size and modification time unchanged before the file is
+	// taken; the first check only records them. A file is therefore seen
+	// unchanged for at least StableChecks×CheckInterval before it is taken
+	// (a writer that pauses for less cannot have its file taken half
+	// written), and any event on it starts the count again. Defaults to 2.
+	StableChecks int
+	// CheckInterval is the time between two checks. Defaults to 500ms.
+	CheckInterval time.Duration
+	// Rescan is the time between full scans of every folder, which catch
+	// files whose events were missed and retry folders that could not be
+	// watched. Defaults to 30s.
+	Rescan time.Duration
+	// Clock drives the checks and rescans and stamps renamed files.
+	// Defaults to the real clock.
+	Clock clockwork.Clock
+}
+
+// Watcher watches folders and hands each stable file to a Handler. Build one
+// with New and run it with Run.
+type Watcher struct {
+	cfg     Config
+	folders []*folder
+	byDir   map[string]*folder
+	log     *slog.Logger
+	running atomic.Bool
+}
+
+// New validates cfg, applies its defaults, and creates the folders and their
+// subfolders where missing. A nil log discards log records.
+func New(cfg Config, h Handler, log *slog.Logger) (*Watcher, error) {
+	if h == nil {
+		return nil, errors.New("watcher: nil handler")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "watcher")
+	if cfg.StableChecks == 0 {
+		cfg.StableChecks = 2
+	}
+	if cfg.CheckInterval == 0 {
+		cfg.CheckInterval = 500 * time.Millisecond
+	}
+	if cfg.Rescan == 0 {
+		cfg.Rescan = 30 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	switch {
+	case cfg.StableChecks < 0:
+		return nil, fmt.Errorf("watcher: stable checks %d: must be positive", cfg.StableChecks)
+	case cfg.CheckInterval < 0:
+		return nil, fmt.Errorf("watcher: check interval %s: must be positive", cfg.CheckInterval)
+	case cfg.Rescan < 0:
+		return nil, fmt.Errorf("watcher: rescan %s: must be positive", cfg.Rescan)
+	case len(cfg.Folders) == 0:
+		return nil, errors.New("watcher: no folders to watch")
+	}
+
+	abs := make([]string, len(cfg.Folders))
+	for i, fc := range cfg.Folders {
+		if strings.TrimSpace(fc.Dir) == "" {
+			return nil, fmt.Errorf("watcher: folder %d: empty dir", i+1)
+		}
+		a, err := filepath.Abs(fc.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("watcher: folder %s: %w", fc.Dir, err)
+		}
+		abs[i] = a
+	}
+	for i, a := range abs {
+		for j, b := range abs {
+			if i == j {
+				continue
+			}
+			if a == b {
+				return nil, fmt.Errorf("watcher: folder %s: listed twice", cfg.Folders[j].Dir)
+			}
+			for _, sub := range []string{ProcessingDir, ArchiveDir, FailedDir} {
+				s := filepath.Join(a, sub)
+				if b == s || strings.HasPrefix(b, s+string(filepath.Separator)) {
+					return nil, fmt.Errorf("watcher: folder %s: inside the %s folder of %s", cfg.Folders[j].Dir, sub, cfg.Folders[i].Dir)
+				}
+			}
+		}
+	}
+
+	w := &Watcher{cfg: cfg, byDir: make(map[string]*folder), log: log}
+	for _, fc := range cfg.Folders {
+		dir := filepath.Clean(fc.Dir)
+		if err := createLayout(dir); err != nil {
+			return nil, fmt.Errorf("watcher: folder %s: %w", dir, err)
+		}
+		f := newFolder(dir, h, log.With("dir", dir), cfg)
+		w.folders = append(w.folders, f)
+		w.byDir[dir] = f
+	}
+	return w, nil
+}
+
+// createLayout creates dir and its subfolders where missing.
+func createLayout(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return ensureSubfolders(dir)
+}
+
+// ensureSubfolders creates the subfolders of dir where missing, but not dir
+// itself: a folder that vanished (an unmounted share, say) must not be
+// replaced by an empty one.
+func ensureSubfolders(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	for _, sub := range []string{ProcessingDir, ArchiveDir, FailedDir} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run watches the folders and handles their files until ctx is done, then
+// waits for the handlers running at that moment to return, and returns nil.
+// Folders proceed independently: each has its own queue, handled one file at
+// a time in the order the files arrived, after the files a previous run left
+// in .processing/. Run may be called once.
+func (w *Watcher) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("watcher: already run")
+	}
+	fsw, err := fsnotify.NewWatcher()
+	if err != nil {
+		w.log.Error("cannot receive folder events; new files are found by rescans only",
+			"rescan", w.cfg.Rescan, "error", err)
+		fsw = nil
+	}
+
+	var wg sync.WaitGroup
+	if fsw != nil {
+		wg.Go(func() { w.dispatch(ctx, fsw) })
+	}
+	for _, f := range w.folders {
+		wg.Go(func() { f.monitor(ctx, fsw) })
+		wg.Go(func() { f.work(ctx) })
+	}
+	wg.Wait()
+	if fsw != nil {
+		if err := fsw.Close(); err != nil {
+			w.log.Warn("close folder events", "error", err)
+		}
+	}
+	return nil
+}
+
+// dispatch routes events to the folders without ever waiting on one.
+func (w *Watcher) dispatch(ctx context.Context, fsw *fsnotify.Watcher) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-fsw.Events:
+			if !ok {
+				return
+			}
+			if f := w.byDir[ev.Name]; f != nil && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+				f.signal(func() { f.lost = true })
+			}
+			if f := w.byDir[filepath.Dir(ev.Name)]; f != nil {
+				name := filepath.Base(ev.Name)
+				f.signal(func() { f.touched[name] = struct{}{} })
+			}
+		case err, ok := <-fsw.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.log.Warn("folder events overflowed; rescanning all folders")
+			} else {
+				w.log.Warn("folder events failed; rescanning all folders", "error", err)
+			}
+			for _, f := range w.folders {
+				f.signal(func() { f.rescanNow = true })
+			}
+		}
+	}
+}
