@@ -1,0 +1,218 @@
+package converters
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// rowsReader produces a CSV file of n rows on demand, so a test can read a
+// file far larger than it ever holds in memory.
+type rowsReader struct {
+	n, next int
+	buf     []byte
+}
+
+func newRowsReader(n int) *rowsReader {
+	return &rowsReader{n: n, buf: []byte("host,name,topic,timeUnit,time,start,data.owner\n")}
+}
+
+func (r *rowsReader) Read(p []byte) (int, error) {
+	for len(r.buf) < len(p) && r.next < r.n {
+		r.buf = fmt.Appendf(r.buf, "acme,job-%d,jobs,minutes,5,2026-03-01 08:00,team-%d\n", r.next, r.next%7)
+		r.next++
+	}
+	if len(r.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[:copy(r.buf, r.buf[n:])]
+	return n, nil
+}
+
+func TestCSVStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads a 1,000,000-row file")
+	}
+	const rows = 1_000_000 // about 75 MB of CSV
+	var heapMid uint64
+	seen := 0
+	err := CSV{}.ConvertReader(context.Background(), "big.csv", newRowsReader(rows), Options{}, func(r Row) error {
+		if r.Err != nil {
+			return r.Err
+		}
+		if want := fmt.Sprintf("job-%d", seen); r.Def.Name != want || r.Line != seen+2 {
+			return fmt.Errorf("row %d: got %s at line %d, want %s at line %d", seen, r.Def.Name, r.Line, want, seen+2)
+		}
+		seen++
+		if seen == rows/2 {
+			runtime.GC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			heapMid = m.HeapAlloc
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != rows {
+		t.Fatalf("emitted %d rows, want %d", seen, rows)
+	}
+	// Half-way through, the rows read so far are ~37 MB of text; holding
+	// them would show. Streaming keeps the heap to buffers and one row.
+	if heapMid > 16<<20 {
+		t.Errorf("heap half-way through the file = %d MiB; the file is not streamed", heapMid>>20)
+	}
+}
+
+func TestCSVRecordTooLong(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"unclosed quote takes in the rest", "host,name,topic\nacme,ok,jobs\nacme,\"open," + strings.Repeat("acme,x,jobs\n", 2000)},
+		{"one huge line", "host,name,topic\nacme,ok,jobs\nacme," + strings.Repeat("x", 30000) + ",jobs\n"},
+		{"huge header", strings.Repeat("h", 30000) + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CSV{MaxRecordBytes: 8 << 10}.ConvertReader(context.Background(), "huge.csv", strings.NewReader(tt.in), Options{}, func(Row) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "huge.csv: after line") || !strings.Contains(err.Error(), "longer than 8192 bytes") {
+				t.Errorf("ConvertReader = %v, want a record-too-long file error", err)
+			}
+		})
+	}
+	// The same content under the default bound converts.
+	in := "host,name,topic\nacme," + strings.Repeat("x", 200) + ",jobs\n"
+	if err := (CSV{}).ConvertReader(context.Background(), "ok.csv", strings.NewReader(in), Options{}, func(Row) error { return nil }); err != nil {
+		t.Errorf("ConvertReader of a normal file: %v", err)
+	}
+}
+
+func TestCSVCancelMidway(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const rows = 10_000
+	seen := 0
+	err := CSV{}.ConvertReader(ctx, "jobs.csv", newRowsReader(rows), Options{}, func(Row) error {
+		seen++
+		if seen == 100 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("ConvertReader = %v, want context.Canceled", err)
+	}
+	if seen >= rows {
+		t.Errorf("emitted all %d rows after the context was cancelled", seen)
+	}
+}
+
+func TestCSVSeparators(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string // names of the converted tasks
+	}{
+		{"comma", "host,name,topic\nacme,a;b,jobs\n", []string{"a;b"}},
+		{"semicolon", "host;name;topic\nacme;a,b;jobs\n", []string{"a,b"}},
+		{"tab", "host\tname\ttopic\nacme\ta b\tjobs\n", []string{"a b"}},
+		{"separators inside quoted headers do not count", "\"host;x\",name,topic\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			opts := Options{Mapping: map[string]string{"host;x": "host"}}
+			err := CSV{}.ConvertReader(context.Background(), "jobs.csv", strings.NewReader(tt.in), opts, func(r Row) error {
+				if r.Err != nil {
+					return r.Err
+				}
+				got = append(got, r.Def.Name)
+				return nil
+			})
+			if tt.want == nil {
+				// Parsed with ",", the header is valid and the file has no rows.
+				if !errors.Is(err, ErrNoRows) {
+					t.Fatalf("ConvertReader = %v, want ErrNoRows", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("names = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzCSV checks that no input makes the CSV converter panic, and that
+// every row it emits is a valid definition or an error made of *RowError
+// values naming the file and the row.
+func FuzzCSV(f *testing.F) {
+	inputs, err := filepath.Glob("testdata/csv/*.csv")
+	if err != nil || len(inputs) == 0 {
+		f.Fatalf("no seed files: %v", err)
+	}
+	for _, in := range inputs {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, false)
+		f.Add(b, true)
+	}
+	withDefaults := Options{
+		Defaults: Defaults{Host: "acme", Topic: "jobs", Action: "update", Timezone: "Europe/Paris"},
+		Mapping:  map[string]string{"job": "name", "every": "timeUnit", "comment": "-", "owner": "data.owner"},
+	}
+	f.Fuzz(func(t *testing.T, data []byte, defaults bool) {
+		opts := Options{}
+		if defaults {
+			opts = withDefaults
+		}
+		prev := 0
+		err := CSV{MaxRecordBytes: 4 << 10}.ConvertReader(context.Background(), "fuzz.csv", bytes.NewReader(data), opts, func(r Row) error {
+			if err := checkRow("fuzz.csv", prev, r); err != nil {
+				t.Fatal(err)
+			}
+			prev = r.Line
+			return nil
+		})
+		for _, re := range RowErrors(err) {
+			if re.File != "fuzz.csv" {
+				t.Fatalf("file error %q names file %q", re, re.File)
+			}
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz.csv: ") {
+			t.Fatalf("file error %q does not start with the file name", err)
+		}
+	})
+}
+
+func BenchmarkCSV(b *testing.B) {
+	const rows = 100_000
+	for b.Loop() {
+		n := 0
+		err := CSV{}.ConvertReader(context.Background(), "bench.csv", newRowsReader(rows), Options{Defaults: Defaults{Timezone: "Europe/Paris"}}, func(r Row) error {
+			if r.Err != nil {
+				return r.Err
+			}
+			n++
+			return nil
+		})
+		if err != nil || n != rows {
+			b.Fatalf("%d rows, %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+}
