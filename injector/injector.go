@@ -142,7 +142,13 @@ type RejectedError struct {
 func (e *RejectedError) Error() string {
 	var b strings.Builder
 	if e.Err != nil {
-		fmt.Fprintf(&b, "%s: %v\n", e.File, e.Err)
+		if lines := converters.RowErrors(e.Err); len(lines) > 0 {
+			for _, l := range lines {
+				fmt.Fprintf(&b, "%s\n", l)
+			}
+		} else {
+			fmt.Fprintf(&b, "%s: %v\n", e.File, e.Err)
+		}
 	}
 	if e.Bad > 0 {
 		fmt.Fprintf(&b, "%s: %d of %d rows rejected; nothing was injected\n", e.File, e.Bad, e.Rows)
@@ -260,8 +266,12 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	err := conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
 		rej.Rows++
 		if r.Err != nil {
-			for _, e := range splitJoined(r.Err) {
+			errs := converters.RowErrors(r.Err)
+			for _, e := range errs {
 				fail(e.Error())
+			}
+			if len(errs) == 0 {
+				fail(r.Err.Error())
 			}
 			keep = false
 			return nil
@@ -290,13 +300,6 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 		rows = nil
 	}
 	return rows, rej
-}
-
-func splitJoined(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // Send injects commands that did not come from a file (the REST API and the

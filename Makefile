@@ -1,0 +1,43 @@
+# jobdrop — `make help` lists the targets.
+
+GO       ?= go
+PKGS     := ./...
+BIN      := bin/jobdrop
+# The test suite runs on 2 cores in well under ten minutes.
+TESTFLAGS ?= -race -count=1 -timeout 15m
+
+.PHONY: help build generate verify lint test test-go bench chaos run
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/jobdrop
+	$(GO) build -o $(BIN) ./cmd/jobdrop
+
+generate: ## regenerate the templ components
+	$(GO) tool templ generate
+
+verify: ## fail when the committed generated code is stale
+	@sums() { find . -name '*_templ.go' -not -path './.git/*' | sort | xargs -r sha256sum; }; \
+	before=$$(sums); $(GO) tool templ generate >/dev/null 2>&1 || $(GO) tool templ generate; after=$$(sums); \
+	if [ "$$before" != "$$after" ]; then echo "generated templ code was stale: run 'make generate' and commit"; exit 1; fi
+
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go') | grep -v '_templ.go$$' || true); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+test: verify lint test-go ## verify, lint and run every test
+
+test-go:
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+bench: ## run the benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+chaos: ## run the long fault suite
+	$(GO) test -count=1 -timeout 60m -tags chaos -run Chaos $(PKGS)
+
+run: ## run jobdrop on its embedded defaults: ./data, ./inbox, console :8080, broker :9092
+	$(GO) run ./cmd/jobdrop run
