@@ -1,0 +1,438 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// Skipped is a record that Apply could not decode and left out. Its offset
+// still counts as applied: a malformed record never stops the recorder, and
+// it is reported once, not on every restart.
+type Skipped struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Err       error
+}
+
+func (s Skipped) Error() string {
+	return fmt.Sprintf("%s/%d@%d: %v", s.Topic, s.Partition, s.Offset, s.Err)
+}
+
+// malformedError marks a record whose content cannot be applied, as opposed
+// to a database failure.
+type malformedError struct{ err error }
+
+func (e *malformedError) Error() string { return e.err.Error() }
+func (e *malformedError) Unwrap() error { return e.err }
+
+func malformed(format string, args ...any) error {
+	return &malformedError{fmt.Errorf(format, args...)}
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// Apply applies records read from the topics named by topics (empty names
+// take their defaults) in one transaction, which also stores for each
+// partition the offset after the last record applied. Records below a
+// partition's stored offset were applied before and are ignored, so
+// applying the same records twice changes nothing. Records of other topics
+// are ignored. A record that cannot be decoded is left out and returned in
+// skipped; only a database failure fails the call, and then nothing at all
+// is applied.
+//
+// The Recorder is the one caller in production; tests and tools may call
+// it with records they build themselves.
+func (s *Store) Apply(ctx context.Context, topics record.Topics, recs []*kgo.Record) (skipped []Skipped, err error) {
+	topics = topics.WithDefaults()
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("apply records: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	next, err := loadOffsets(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("apply records: %w", err)
+	}
+	a := &applier{ctx: ctx, tx: tx, stmts: make(map[string]*sql.Stmt)}
+	defer a.close()
+	advanced := make(map[topicPartition]bool)
+	for _, r := range recs {
+		tp := topicPartition{r.Topic, r.Partition}
+		if n, ok := next[tp]; ok && r.Offset < n {
+			continue
+		}
+		if r.Topic != topics.Audit && r.Topic != topics.State && r.Topic != topics.Executions && r.Topic != topics.Status {
+			continue
+		}
+		var aerr error
+		switch {
+		case r.Attrs.IsControl():
+			// A transaction marker: nothing to apply, but reading past
+			// it is progress, so offsets reach the last stable offset.
+		case r.Topic == topics.Audit:
+			aerr = a.audit(r)
+		case r.Topic == topics.State:
+			aerr = a.state(r)
+		case r.Topic == topics.Executions:
+			aerr = a.execution(r)
+		case r.Topic == topics.Status:
+			aerr = a.status(r)
+		}
+		if aerr != nil {
+			if bad := (*malformedError)(nil); errors.As(aerr, &bad) {
+				skipped = append(skipped, Skipped{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: bad.err})
+			} else {
+				return nil, fmt.Errorf("apply %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, aerr)
+			}
+		}
+		next[tp] = r.Offset + 1
+		advanced[tp] = true
+	}
+	for tp := range advanced {
+		if err := a.exec(`INSERT INTO topic_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
+			ON CONFLICT (topic, partition) DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)`,
+			tp.topic, tp.partition, next[tp]); err != nil {
+			return nil, fmt.Errorf("apply records: store offset %s/%d: %w", tp.topic, tp.partition, err)
+		}
+	}
+	a.close()
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("apply records: commit: %w", err)
+	}
+	return skipped, nil
+}
+
+func loadOffsets(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) (map[topicPartition]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT topic, partition, next_offset FROM topic_offsets`)
+	if err != nil {
+		return nil, fmt.Errorf("load offsets: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[topicPartition]int64)
+	for rows.Next() {
+		var tp topicPartition
+		var n int64
+		if err := rows.Scan(&tp.topic, &tp.partition, &n); err != nil {
+			return nil, fmt.Errorf("load offsets: %w", err)
+		}
+		out[tp] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load offsets: %w", err)
+	}
+	return out, nil
+}
+
+// Offsets reports, per topic and partition, the offset the Recorder
+// resumes reading at: the one after the last record applied.
+func (s *Store) Offsets(ctx context.Context) (map[string]map[int32]int64, error) {
+	flat, err := loadOffsets(ctx, s.read)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[int32]int64)
+	for tp, n := range flat {
+		if out[tp.topic] == nil {
+			out[tp.topic] = make(map[int32]int64)
+		}
+		out[tp.topic][tp.partition] = n
+	}
+	return out, nil
+}
+
+// applier applies records inside one transaction, preparing each
+// statement once per transaction.
+type applier struct {
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (a *applier) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := a.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := a.tx.PrepareContext(a.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	a.stmts[query] = st
+	return st, nil
+}
+
+func (a *applier) exec(query string, args ...any) error {
+	_, err := a.execResult(query, args...)
+	return err
+}
+
+func (a *applier) execResult(query string, args ...any) (sql.Result, error) {
+	st, err := a.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(a.ctx, args...)
+}
+
+func (a *applier) close() {
+	for q, st := range a.stmts {
+		st.Close()
+		delete(a.stmts, q)
+	}
+}
+
+// decode unmarshals a record value that must be a JSON object.
+func decode(r *kgo.Record, v any) error {
+	if !bytes.HasPrefix(bytes.TrimSpace(r.Value), []byte("{")) {
+		return malformed("value is not a JSON object")
+	}
+	if err := json.Unmarshal(r.Value, v); err != nil {
+		return malformed("decode value: %v", err)
+	}
+	return nil
+}
+
+// millisOr returns ms, or the record's timestamp when ms is unset.
+func millisOr(ms int64, r *kgo.Record) int64 {
+	if ms != 0 {
+		return ms
+	}
+	return r.Timestamp.UnixMilli()
+}
+
+// nullMillis stores an unset epoch time as NULL.
+func nullMillis(ms int64) any {
+	if ms == 0 {
+		return nil
+	}
+	return ms
+}
+
+func (a *applier) audit(r *kgo.Record) error {
+	var ev record.Audit
+	if err := decode(r, &ev); err != nil {
+		return err
+	}
+	if ev.ID == "" {
+		// Deterministic, so a replay from Kafka finds the same row.
+		ev.ID = fmt.Sprintf("%s/%d/%d", r.Topic, r.Partition, r.Offset)
+	}
+	at := millisOr(ev.At, r)
+	batchID := ""
+	if ev.Batch != nil {
+		batchID = ev.Batch.ID
+	}
+	res, err := a.execResult(`INSERT INTO audit (id, at, actor, action, object, outcome, detail, batch_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		ev.ID, at, ev.Actor, ev.Action, ev.Object, ev.Outcome, ev.Detail, batchID)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		// The same event again (a producer's retry in another
+		// transaction): its effects are already here.
+		return nil
+	}
+	if ev.Batch == nil || batchID == "" {
+		return nil
+	}
+	b := ev.Batch
+	switch ev.Action {
+	case record.ActionFileInjected, record.ActionFileRejected:
+		status := storetype.BatchInjected
+		if ev.Action == record.ActionFileRejected {
+			status = storetype.BatchRejected
+		}
+		// A file once injected stays injected: a later rejection of the
+		// same content (after a mapping change, say) does not undo it.
+		return a.exec(`INSERT INTO batches (id, file, folder, size, rows, rejected, status, errors, first_seen_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET
+				file = excluded.file, folder = excluded.folder, size = excluded.size,
+				rows = excluded.rows, rejected = excluded.rejected,
+				status = excluded.status, errors = excluded.errors,
+				first_seen_at = min(first_seen_at, excluded.first_seen_at),
+				updated_at = max(updated_at, excluded.updated_at)
+			WHERE excluded.status = 'injected' OR status <> 'injected'`,
+			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, status, strings.Join(b.Errors, "\n"), at, at)
+	case record.ActionFileDuplicate:
+		// The original's status and counts stay; the batch only counts
+		// the sighting. The full story (which file, when) is the audit row.
+		return a.exec(`INSERT INTO batches (id, file, folder, size, rows, rejected, status, errors, duplicates, last_duplicate_at, first_seen_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, 'duplicate', ?, 1, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET
+				duplicates = duplicates + 1,
+				last_duplicate_at = max(coalesce(last_duplicate_at, 0), excluded.last_duplicate_at),
+				updated_at = max(updated_at, excluded.updated_at)`,
+			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, strings.Join(b.Errors, "\n"), at, at, at)
+	}
+	return nil
+}
+
+func (a *applier) state(r *kgo.Record) error {
+	key := string(r.Key)
+	if strings.HasPrefix(key, "#") {
+		return nil // the engine's own checkpoints
+	}
+	if len(r.Value) == 0 {
+		return a.stateEnd(r, key)
+	}
+	var st record.State
+	if err := decode(r, &st); err != nil {
+		return err
+	}
+	d := &st.Definition
+	if key == "" {
+		key = d.Key()
+	}
+	host, name, ok := task.SplitKey(key)
+	if !ok || host == "" {
+		return malformed("key %q is not host/name", key)
+	}
+	if d.Host != "" {
+		host = d.Host
+	}
+	if d.Name != "" {
+		name = d.Name
+	}
+	def, err := json.Marshal(d)
+	if err != nil {
+		return malformed("encode definition: %v", err)
+	}
+	return a.exec(`INSERT INTO tasks (key, host, name, topic, schedule, definition, anchor, next_fire, fire_count, last_fire,
+			batch_id, source_file, source_row, status, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)
+		ON CONFLICT (key) DO UPDATE SET
+			host = excluded.host, name = excluded.name, topic = excluded.topic,
+			schedule = excluded.schedule, definition = excluded.definition,
+			anchor = excluded.anchor, next_fire = excluded.next_fire,
+			fire_count = excluded.fire_count, last_fire = excluded.last_fire,
+			batch_id = excluded.batch_id, source_file = excluded.source_file, source_row = excluded.source_row,
+			status = 'active', updated_at = excluded.updated_at`,
+		key, host, name, d.Topic, ScheduleSummary(d), string(def), nullMillis(st.Anchor), nullMillis(st.NextFire),
+		st.FireCount, nullMillis(st.LastFire), st.Source.Batch, st.Source.File, st.Source.Row,
+		millisOr(st.UpdatedAt, r))
+}
+
+// stateEnd applies a tombstone: the task ended, for the reason in its
+// HeaderEnd header (deleted when the header is missing or unknown).
+func (a *applier) stateEnd(r *kgo.Record, key string) error {
+	host, name, ok := task.SplitKey(key)
+	if !ok || host == "" {
+		return malformed("tombstone key %q is not host/name", key)
+	}
+	status := storetype.TaskDeleted
+	for _, h := range r.Headers {
+		if h.Key == record.HeaderEnd && string(h.Value) == record.EndCompleted {
+			status = storetype.TaskCompleted
+		}
+	}
+	return a.exec(`INSERT INTO tasks (key, host, name, status, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET status = excluded.status, next_fire = NULL, updated_at = excluded.updated_at`,
+		key, host, name, status, r.Timestamp.UnixMilli())
+}
+
+func (a *applier) execution(r *kgo.Record) error {
+	var ex record.Execution
+	if err := decode(r, &ex); err != nil {
+		return err
+	}
+	if ex.FireID == "" {
+		ex.FireID = string(r.Key)
+	}
+	if ex.FireID == "" {
+		return malformed("execution has no fire id")
+	}
+	firedAt := millisOr(ex.FiredAt, r)
+	// A worker's status may have arrived first (another partition of
+	// another topic): keep it.
+	return a.exec(`INSERT INTO executions (fire_id, host, name, topic, target_partition, target_offset,
+			scheduled_at, fired_at, batch_id, status, status_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?)
+		ON CONFLICT (fire_id) DO UPDATE SET
+			host = excluded.host, name = excluded.name, topic = excluded.topic,
+			target_partition = excluded.target_partition, target_offset = excluded.target_offset,
+			scheduled_at = excluded.scheduled_at, fired_at = excluded.fired_at, batch_id = excluded.batch_id`,
+		ex.FireID, ex.Host, ex.Name, ex.Topic, ex.Partition, ex.Offset,
+		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt)
+}
+
+func (a *applier) status(r *kgo.Record) error {
+	var st record.Status
+	if err := decode(r, &st); err != nil {
+		return err
+	}
+	if st.FireID == "" {
+		st.FireID = string(r.Key)
+	}
+	if st.FireID == "" {
+		return malformed("status has no fire id")
+	}
+	status := strings.ToUpper(strings.TrimSpace(st.Status))
+	switch status {
+	case record.StatusRunning, record.StatusSuccess, record.StatusFailed:
+	default:
+		return malformed("status %q is not RUNNING, SUCCESS or FAILED", st.Status)
+	}
+	// The newest report wins; an older one never replaces a newer, and at
+	// the same instant a final status beats RUNNING.
+	return a.exec(`INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (fire_id) DO UPDATE SET
+			status = excluded.status, status_message = excluded.status_message,
+			status_worker = excluded.status_worker, status_at = excluded.status_at
+		WHERE status = 'FIRED'
+			OR excluded.status_at > status_at
+			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING')`,
+		st.FireID, status, st.Message, st.Worker, millisOr(st.At, r))
+}
+
+// ScheduleSummary says in a few words when a definition fires: "every 5
+// minutes", "cron 0 2 * * * (Europe/Paris)", "once", with ", until …"
+// when it has an end.
+func ScheduleSummary(d *task.Definition) string {
+	var s string
+	switch {
+	case d.Cron != "":
+		s = "cron " + d.Cron
+		if d.Timezone != "" {
+			s += " (" + d.Timezone + ")"
+		}
+	case d.Frequency != nil:
+		unit := strings.ToLower(strings.TrimSuffix(string(d.Frequency.TimeUnit), "S"))
+		if d.Frequency.Time == 1 {
+			s = "every " + unit
+		} else {
+			s = fmt.Sprintf("every %d %ss", d.Frequency.Time, unit)
+		}
+	default:
+		s = "once"
+	}
+	if d.End != nil {
+		s += ", until " + task.Time(*d.End).Format(time.RFC3339)
+	}
+	return s
+}

@@ -1,0 +1,331 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// RecorderConfig says where the Recorder reads from.
+type RecorderConfig struct {
+	// ClientOpts reach the brokers: seed brokers, SASL, TLS and the like.
+	// Consumer options are the Recorder's own and are added to these.
+	// Required.
+	ClientOpts []kgo.Opt
+	// Topics names the topics to read; empty names take the defaults of
+	// record.Topics.WithDefaults.
+	Topics record.Topics
+	// MaxPollRecords bounds how many records go into one SQLite
+	// transaction. Defaults to 10000.
+	MaxPollRecords int
+}
+
+// ErrRecorderStopped is returned by WaitAudit when the Recorder's Run has
+// returned, so the event waited for will not be recorded by it.
+var ErrRecorderStopped = errors.New("recorder stopped")
+
+// Recorder copies the audit, state, executions and status topics into the
+// store. It is a plain consumer of every partition, not a member of a
+// consumer group: every node keeps its own full view. It reads committed
+// records only and resumes from the offsets stored with the data, so a
+// crash never applies a record twice or skips one, and an empty database
+// is rebuilt from the topics' start.
+type Recorder struct {
+	st     *Store
+	cfg    RecorderConfig
+	log    *slog.Logger
+	topics []string
+
+	mu      sync.Mutex
+	applied chan struct{} // closed and replaced after every commit
+	running bool
+	done    chan struct{} // closed when Run returns
+}
+
+// NewRecorder validates cfg, applies its defaults and returns a Recorder
+// that does nothing until Run.
+func NewRecorder(st *Store, cfg RecorderConfig, log *slog.Logger) (*Recorder, error) {
+	if st == nil {
+		return nil, errors.New("new recorder: nil store")
+	}
+	if len(cfg.ClientOpts) == 0 {
+		return nil, errors.New("new recorder: no client options: at least the seed brokers are required")
+	}
+	if cfg.MaxPollRecords < 0 {
+		return nil, fmt.Errorf("new recorder: negative max poll records %d", cfg.MaxPollRecords)
+	}
+	if cfg.MaxPollRecords == 0 {
+		cfg.MaxPollRecords = 10000
+	}
+	cfg.Topics = cfg.Topics.WithDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{
+		st:      st,
+		cfg:     cfg,
+		log:     log.With("component", "recorder"),
+		topics:  []string{cfg.Topics.Audit, cfg.Topics.State, cfg.Topics.Executions, cfg.Topics.Status},
+		applied: make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Run reads and applies records until ctx is done, then returns nil. It
+// returns an error when it cannot start or when the database fails; what
+// was committed before stays, and the next Run resumes from there. Run
+// may be called once.
+func (r *Recorder) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return errors.New("recorder: run called twice")
+	}
+	r.running = true
+	r.mu.Unlock()
+	defer close(r.done)
+
+	cl, err := r.consumer(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer cl.Close()
+	r.log.Info("recorder started", "topics", r.topics)
+	for {
+		fetches := cl.PollRecords(ctx, r.cfg.MaxPollRecords)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if fetches.IsClientClosed() {
+			return errors.New("recorder: kafka client closed")
+		}
+		fetches.EachError(func(topic string, partition int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			// The client retries by itself; say why nothing comes.
+			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "error", err)
+		})
+		recs := fetches.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		skipped, err := r.st.Apply(ctx, r.cfg.Topics, recs)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("recorder: %w", err)
+		}
+		for _, s := range skipped {
+			r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "error", s.Err)
+		}
+		r.notify()
+	}
+}
+
+// consumer builds the Kafka client, starting every partition at the
+// offset stored with the data, or at its start when none is stored.
+//
+// Partitions are learnt from the brokers once, here: a topic that exists
+// is read partition by partition from its stored offsets; a topic that
+// does not exist yet is read whole from its start once it appears.
+// Partitions added to an existing topic are picked up at the next Run.
+func (r *Recorder) consumer(ctx context.Context) (*kgo.Client, error) {
+	stored, err := r.st.Offsets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: %w", err)
+	}
+	details, err := r.partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	partitions := make(map[string]map[int32]kgo.Offset)
+	var whole []string
+	for _, topic := range r.topics {
+		d, ok := details[topic]
+		if !ok || len(d.Partitions) == 0 {
+			whole = append(whole, topic)
+			continue
+		}
+		partitions[topic] = make(map[int32]kgo.Offset, len(d.Partitions))
+		for p := range d.Partitions {
+			// An exact offset, even 0 for "from the start", lets every
+			// partition join the first fetch: AtStart would first need
+			// a ListOffsets, and the partition would then wait for the
+			// others' fetch to return (up to its max wait). Should 0 be
+			// gone already, the reset offset below applies.
+			partitions[topic][p] = kgo.NewOffset().At(stored[topic][p])
+		}
+	}
+	opts := append([]kgo.Opt{}, r.cfg.ClientOpts...)
+	opts = append(opts,
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers come through so the stored offsets move
+		// past them and reach the last stable offset: WaitAudit relies
+		// on that to tell when a partition is caught up.
+		kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	)
+	if len(partitions) > 0 {
+		opts = append(opts, kgo.ConsumePartitions(partitions))
+	}
+	if len(whole) > 0 {
+		r.log.Info("topics not found yet; will read them from the start once created", "topics", whole)
+		opts = append(opts, kgo.ConsumeTopics(whole...))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: new kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+// partitions asks the brokers for the partitions of the recorder's
+// topics, retrying while the brokers cannot be reached.
+func (r *Recorder) partitions(ctx context.Context) (kadm.TopicDetails, error) {
+	cl, err := kgo.NewClient(r.cfg.ClientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: new kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	backoff := 250 * time.Millisecond
+	for {
+		md, err := adm.Metadata(ctx, r.topics...)
+		if err == nil {
+			out := make(kadm.TopicDetails)
+			for topic, d := range md.Topics {
+				switch {
+				case d.Err == nil:
+					out[topic] = d
+				case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+				default:
+					return nil, fmt.Errorf("recorder: metadata of topic %s: %w", topic, d.Err)
+				}
+			}
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Warn("cannot reach the brokers; retrying", "error", err, "retry_in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// notify wakes everyone waiting for a commit.
+func (r *Recorder) notify() {
+	r.mu.Lock()
+	close(r.applied)
+	r.applied = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *Recorder) appliedChan() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied
+}
+
+// WaitAudit returns once the audit event with this id is stored and so is
+// every audit record committed, on any partition, before WaitAudit was
+// called: a node that writes a "node started" event and waits for it has
+// then seen every file event committed before it started. It returns ctx's
+// error when ctx is done first, and ErrRecorderStopped when Run returns
+// first.
+func (r *Recorder) WaitAudit(ctx context.Context, id string) error {
+	ends, err := r.auditEnds(ctx)
+	if err != nil {
+		return fmt.Errorf("wait for audit %s: %w", id, err)
+	}
+	for {
+		// Take the channel before looking, so a commit between the look
+		// and the wait is not missed.
+		applied := r.appliedChan()
+		ok, err := r.auditCaughtUp(ctx, id, ends)
+		if err != nil {
+			return fmt.Errorf("wait for audit %s: %w", id, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-applied:
+		case <-r.done:
+			if ok, err := r.auditCaughtUp(ctx, id, ends); err == nil && ok {
+				return nil
+			}
+			return fmt.Errorf("wait for audit %s: %w", id, ErrRecorderStopped)
+		case <-ctx.Done():
+			return fmt.Errorf("wait for audit %s: %w", id, ctx.Err())
+		}
+	}
+}
+
+// auditEnds asks the brokers for the last stable offset of every audit
+// partition: everything committed so far lies below it.
+func (r *Recorder) auditEnds(ctx context.Context) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(r.cfg.ClientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("new kafka client: %w", err)
+	}
+	defer cl.Close()
+	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, r.cfg.Topics.Audit)
+	if err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", r.cfg.Topics.Audit, err)
+	}
+	ends := make(map[int32]int64)
+	var errs []error
+	listed.Each(func(o kadm.ListedOffset) {
+		switch {
+		case o.Err == nil:
+			ends[o.Partition] = o.Offset
+		case errors.Is(o.Err, kerr.UnknownTopicOrPartition):
+		default:
+			errs = append(errs, fmt.Errorf("partition %d: %w", o.Partition, o.Err))
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("list end offsets of %s: %w", r.cfg.Topics.Audit, err)
+	}
+	return ends, nil
+}
+
+// auditCaughtUp reports whether the event is stored and every audit
+// partition has been applied up to ends.
+func (r *Recorder) auditCaughtUp(ctx context.Context, id string, ends map[int32]int64) (bool, error) {
+	ok, err := r.st.AuditRecorded(ctx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	offsets, err := r.st.Offsets(ctx)
+	if err != nil {
+		return false, err
+	}
+	for p, end := range ends {
+		if end > 0 && offsets[r.cfg.Topics.Audit][p] < end {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,170 @@
+// Package storetype holds the rows the store answers with: files (batches),
+// tasks, executions, audit events and the dashboard summary, plus the
+// filter and error values its queries take and return.
+//
+// It exists so that readers of the store, the web console above all, can
+// name these types without importing the store itself and with it SQLite
+// and the Kafka client: it depends on the standard library only and does
+// no I/O.
+package storetype
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by the queries that look up one row by its id
+// when there is no such row.
+var ErrNotFound = errors.New("not found")
+
+// Batch statuses: what became of a file.
+const (
+	// BatchInjected: every command of the file was committed to Kafka.
+	BatchInjected = "injected"
+	// BatchRejected: the file had invalid rows and nothing was injected.
+	BatchRejected = "rejected"
+	// BatchDuplicate: the same content had already been injected; only
+	// seen as a status when the original injection is unknown here.
+	BatchDuplicate = "duplicate"
+)
+
+// Batch is one dropped file, identified by the SHA-256 of its content.
+type Batch struct {
+	ID     string `json:"id"`
+	File   string `json:"file"`
+	Folder string `json:"folder,omitempty"`
+	Size   int64  `json:"size"`
+	// Rows counts the data rows read from the file, valid or not.
+	Rows int `json:"rows"`
+	// Rejected counts the invalid rows.
+	Rejected int `json:"rejected"`
+	// Accepted counts the valid rows: Rows less Rejected.
+	Accepted int    `json:"accepted"`
+	Status   string `json:"status"`
+	// Errors holds the first row errors of a rejected file.
+	Errors []string `json:"errors,omitempty"`
+	// Duplicates counts the times the same content was dropped again
+	// after this batch was recorded.
+	Duplicates int `json:"duplicates"`
+	// LastDuplicateAt is when the same content was last dropped again.
+	LastDuplicateAt *time.Time `json:"lastDuplicateAt,omitempty"`
+	// Tasks counts the tasks whose latest command came from this file.
+	Tasks     int       `json:"tasks"`
+	FirstSeen time.Time `json:"firstSeen"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Task statuses.
+const (
+	// TaskActive: the engine holds the task and will fire it.
+	TaskActive = "active"
+	// TaskCompleted: the last occurrence fired.
+	TaskCompleted = "completed"
+	// TaskDeleted: a DELETE command stopped it.
+	TaskDeleted = "deleted"
+)
+
+// Task is the latest known state of one task, as the engine last wrote it.
+type Task struct {
+	// Key is host + "/" + name.
+	Key   string `json:"key"`
+	Host  string `json:"host"`
+	Name  string `json:"name"`
+	Topic string `json:"topic"`
+	// Schedule summarises when the task fires, for people: "every 5
+	// minutes", "cron 0 2 * * * (Europe/Paris)", "once".
+	Schedule string `json:"schedule"`
+	// Definition is the task definition as JSON; empty when only the
+	// task's end is known.
+	Definition string `json:"definition,omitempty"`
+	// Anchor is the resolved start every fire is counted from.
+	Anchor *time.Time `json:"anchor,omitempty"`
+	// NextFire is nil once the task has ended.
+	NextFire *time.Time `json:"nextFire,omitempty"`
+	// FireCount and LastFire are the engine's own counters.
+	FireCount int64      `json:"fireCount"`
+	LastFire  *time.Time `json:"lastFire,omitempty"`
+	// Executions counts the fires recorded for this task.
+	Executions int `json:"executions"`
+	// LastExecutedAt is the scheduled time of the latest recorded fire.
+	LastExecutedAt *time.Time `json:"lastExecutedAt,omitempty"`
+	Batch          string     `json:"batch,omitempty"`
+	SourceFile     string     `json:"sourceFile,omitempty"`
+	SourceRow      int        `json:"sourceRow,omitempty"`
+	Status         string     `json:"status"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+}
+
+// TaskFilter selects tasks; its zero value selects the first tasks of all.
+type TaskFilter struct {
+	// Status keeps only tasks with this status when set.
+	Status string
+	// Batch keeps only tasks whose latest command came from this batch.
+	Batch string
+	// Host keeps only the tasks of this tenant.
+	Host string
+	// Limit bounds the answer. Defaults to 100; at most 1000.
+	Limit int
+}
+
+// Execution is one fire of one task and what its worker reported.
+type Execution struct {
+	FireID string `json:"fireId"`
+	// Host, Name and Topic are empty while only a worker's status is
+	// known.
+	Host            string     `json:"host"`
+	Name            string     `json:"name"`
+	Topic           string     `json:"topic"`
+	TargetPartition int32      `json:"targetPartition"`
+	TargetOffset    int64      `json:"targetOffset"`
+	ScheduledAt     *time.Time `json:"scheduledAt,omitempty"`
+	FiredAt         *time.Time `json:"firedAt,omitempty"`
+	Batch           string     `json:"batch,omitempty"`
+	// Status is FIRED, RUNNING, SUCCESS or FAILED.
+	Status        string     `json:"status"`
+	StatusMessage string     `json:"statusMessage,omitempty"`
+	Worker        string     `json:"worker,omitempty"`
+	StatusAt      *time.Time `json:"statusAt,omitempty"`
+}
+
+// TaskKey is the key of the task the execution belongs to, empty when
+// unknown.
+func (e Execution) TaskKey() string {
+	if e.Host == "" && e.Name == "" {
+		return ""
+	}
+	return e.Host + "/" + e.Name
+}
+
+// AuditEvent is one entry of the audit trail.
+type AuditEvent struct {
+	ID      string    `json:"id"`
+	At      time.Time `json:"at"`
+	Actor   string    `json:"actor"`
+	Action  string    `json:"action"`
+	Object  string    `json:"object"`
+	Outcome string    `json:"outcome"`
+	Detail  string    `json:"detail,omitempty"`
+	Batch   string    `json:"batch,omitempty"`
+}
+
+// Summary counts what the dashboard shows at a glance.
+type Summary struct {
+	FilesInjected  int `json:"filesInjected"`
+	FilesRejected  int `json:"filesRejected"`
+	FilesDuplicate int `json:"filesDuplicate"`
+
+	TasksActive    int `json:"tasksActive"`
+	TasksCompleted int `json:"tasksCompleted"`
+	TasksDeleted   int `json:"tasksDeleted"`
+
+	ExecutionsFired   int `json:"executionsFired"`
+	ExecutionsRunning int `json:"executionsRunning"`
+	ExecutionsSuccess int `json:"executionsSuccess"`
+	ExecutionsFailed  int `json:"executionsFailed"`
+}
+
+// Executions counts every recorded execution.
+func (s Summary) Executions() int {
+	return s.ExecutionsFired + s.ExecutionsRunning + s.ExecutionsSuccess + s.ExecutionsFailed
+}
