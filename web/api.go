@@ -1,0 +1,117 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+)
+
+// The JSON API answers with the same data as the pages. Lists are JSON
+// arrays, never null; times are RFC 3339 UTC strings.
+
+func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
+	sum, err := s.src.Summary(r.Context())
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, sum)
+}
+
+func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
+	limit, err := s.limitParam(r)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	files, err := s.src.RecentBatches(r.Context(), limit)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nonNil(files))
+}
+
+func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
+	f, err := s.src.BatchByID(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, f)
+}
+
+func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
+	limit, err := s.limitParam(r)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	status, err := taskStatusParam(r)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	q := r.URL.Query()
+	tasks, err := s.src.Tasks(r.Context(), storetype.TaskFilter{
+		Status: status,
+		Batch:  q.Get("file"),
+		Host:   q.Get("host"),
+		Limit:  limit,
+	})
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nonNil(tasks))
+}
+
+func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.src.TaskByKey(r.Context(), r.PathValue("key"))
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, t)
+}
+
+func (s *Server) apiExecutions(w http.ResponseWriter, r *http.Request) {
+	limit, err := s.limitParam(r)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var executions []storetype.Execution
+	if key := r.URL.Query().Get("task"); key != "" {
+		executions, err = s.src.ExecutionsByTask(r.Context(), key, limit)
+	} else {
+		executions, err = s.src.RecentExecutions(r.Context(), limit)
+	}
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nonNil(executions))
+}
+
+func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
+	limit, err := s.limitParam(r)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	events, err := s.src.RecentAudit(r.Context(), limit)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nonNil(events))
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
+}

@@ -1,0 +1,14 @@
+package web
+
+import "net/http"
+
+type auditHandler struct{ s *Server }
+
+func (h auditHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	events, err := h.s.src.RecentAudit(r.Context(), h.s.cfg.ListLimit)
+	if err != nil {
+		h.s.fail(w, r, err)
+		return
+	}
+	h.s.page(w, r, http.StatusOK, "Audit", "audit", auditView(events))
+}

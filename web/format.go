@@ -1,0 +1,96 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// utc renders a time as people and programs read it alike: RFC 3339 in UTC.
+func utc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// relative says how far t is from now, coarsely: "in 4m", "3h12m ago",
+// "now".
+func relative(now, t time.Time) string {
+	d := t.Sub(now)
+	past := d < 0
+	if past {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		s = fmt.Sprintf("%dh", int(d/time.Hour))
+		if m := int(d % time.Hour / time.Minute); m > 0 {
+			s += fmt.Sprintf("%dm", m)
+		}
+	default:
+		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+		if h := int(d % (24 * time.Hour) / time.Hour); h > 0 {
+			s += fmt.Sprintf("%dh", h)
+		}
+	}
+	if past {
+		return s + " ago"
+	}
+	return "in " + s
+}
+
+// fileURL links to a file's page.
+func fileURL(id string) string { return "/files/" + url.PathEscape(id) }
+
+// taskURL links to a task's page. Host and name are escaped apart so the
+// key keeps its one readable slash; a slash inside the name is escaped.
+func taskURL(key string) string {
+	host, name, ok := task.SplitKey(key)
+	if !ok {
+		return "/tasks/" + url.PathEscape(key)
+	}
+	return "/tasks/" + url.PathEscape(host) + "/" + url.PathEscape(name)
+}
+
+// size renders a byte count for people.
+func size(n int64) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+	default:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
+	}
+}
+
+// statusClass picks the badge style for a file, task or execution status.
+func statusClass(status string) string {
+	return "badge badge-" + strings.ToLower(status)
+}
+
+// orDash shows "—" for an empty value.
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// prettyJSON indents a JSON document for reading; other text is returned
+// as it is.
+func prettyJSON(s string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
+		return s
+	}
+	return buf.String()
+}

@@ -1,0 +1,44 @@
+package web
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRelative(t *testing.T) {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		d    time.Duration
+		want string
+	}{
+		{"now", 300 * time.Millisecond, "now"},
+		{"seconds ahead", 42 * time.Second, "in 42s"},
+		{"minutes ahead", 4*time.Minute + 59*time.Second, "in 4m"},
+		{"hours and minutes", 2*time.Hour + 5*time.Minute, "in 2h5m"},
+		{"whole hours", 3 * time.Hour, "in 3h"},
+		{"days and hours", 50 * time.Hour, "in 2d2h"},
+		{"minutes ago", -3 * time.Minute, "3m ago"},
+		{"days ago", -72 * time.Hour, "3d ago"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := relative(now, now.Add(tt.d)); got != tt.want {
+				t.Errorf("relative(%v) = %q, want %q", tt.d, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTaskURL(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"acme/nightly", "/tasks/acme/nightly"},
+		{"acme/reports/monthly", "/tasks/acme/reports%2Fmonthly"},
+		{"acme/a b?c#d", "/tasks/acme/a%20b%3Fc%23d"},
+	}
+	for _, tt := range tests {
+		if got := taskURL(tt.key); got != tt.want {
+			t.Errorf("taskURL(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+)
+
+//go:embed static
+var staticFiles embed.FS
+
+// Source is what the console reads: files, tasks, executions and the
+// audit trail. Lookups by id return an error wrapping
+// storetype.ErrNotFound when there is no such row. The store implements
+// it.
+type Source interface {
+	Summary(ctx context.Context) (storetype.Summary, error)
+	RecentBatches(ctx context.Context, limit int) ([]storetype.Batch, error)
+	BatchByID(ctx context.Context, id string) (storetype.Batch, error)
+	Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error)
+	TaskByKey(ctx context.Context, key string) (storetype.Task, error)
+	RecentExecutions(ctx context.Context, limit int) ([]storetype.Execution, error)
+	ExecutionsByTask(ctx context.Context, key string, limit int) ([]storetype.Execution, error)
+	RecentAudit(ctx context.Context, limit int) ([]storetype.AuditEvent, error)
+	AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error)
+}
+
+// Config tunes the console.
+type Config struct {
+	// Title names the console in the header and page titles. Defaults to
+	// "jobdrop".
+	Title string
+	// ListLimit bounds every list a page or the API shows, unless a
+	// request asks for fewer (API: ?limit=). Defaults to 50; at most 1000.
+	ListLimit int
+	// Now is the clock relative times ("in 4m") are counted from.
+	// Defaults to time.Now.
+	Now func() time.Time
+}
+
+// maxListLimit is the largest list the store answers.
+const maxListLimit = 1000
+
+// Server serves the console and its JSON API.
+type Server struct {
+	cfg     Config
+	src     Source
+	log     *slog.Logger
+	handler http.Handler
+}
+
+// New validates cfg, applies its defaults and builds the routes.
+func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
+	if src == nil {
+		return nil, errors.New("new console: nil source")
+	}
+	if cfg.Title == "" {
+		cfg.Title = "jobdrop"
+	}
+	switch {
+	case cfg.ListLimit < 0:
+		return nil, fmt.Errorf("new console: negative list limit %d", cfg.ListLimit)
+	case cfg.ListLimit == 0:
+		cfg.ListLimit = 50
+	case cfg.ListLimit > maxListLimit:
+		return nil, fmt.Errorf("new console: list limit %d is above %d", cfg.ListLimit, maxListLimit)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, src: src, log: log.With("component", "console")}
+	static, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		return nil, fmt.Errorf("new console: %w", err)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", dashboardHandler{s})
+	mux.Handle("GET /files", filesHandler{s})
+	mux.Handle("GET /files/{id}", fileHandler{s})
+	mux.Handle("GET /tasks", tasksHandler{s})
+	mux.Handle("GET /tasks/{key...}", taskHandler{s})
+	mux.Handle("GET /executions", executionsHandler{s})
+	mux.Handle("GET /audit", auditHandler{s})
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+
+	mux.HandleFunc("GET /api/summary", s.apiSummary)
+	mux.HandleFunc("GET /api/files", s.apiFiles)
+	mux.HandleFunc("GET /api/files/{id}", s.apiFile)
+	mux.HandleFunc("GET /api/tasks", s.apiTasks)
+	mux.HandleFunc("GET /api/tasks/{key...}", s.apiTask)
+	mux.HandleFunc("GET /api/executions", s.apiExecutions)
+	mux.HandleFunc("GET /api/audit", s.apiAudit)
+	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeJSONError(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
+	})
+	mux.Handle("GET /", notFoundHandler{s})
+
+	s.handler = secureHeaders(mux)
+	return s, nil
+}
+
+// Handler serves every route of the console and the API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// secureHeaders forbids what the console never needs: scripts, framing,
+// content sniffing, resources from elsewhere.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// page renders a view inside the layout. It renders into a buffer first so
+// a failure yields a clean error page, not half a page.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title string, nav string, view templ.Component) {
+	var buf bytes.Buffer
+	if err := layout(s.cfg.Title, title, nav, view).Render(r.Context(), &buf); err != nil {
+		s.log.Error("render page", "path", r.URL.Path, "error", err)
+		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// fail answers a request whose data could not be read: not found, or an
+// internal error logged here, once.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, storetype.ErrNotFound) {
+		s.page(w, r, http.StatusNotFound, "Not found", "", messageView("Not found", "There is nothing at "+r.URL.Path+"."))
+		return
+	}
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	s.log.Error("read console data", "path", r.URL.Path, "error", err)
+	s.page(w, r, http.StatusInternalServerError, "Error", "", messageView("Something went wrong", "The data for this page could not be read; the error is in the server log."))
+}
+
+// badRequest answers a request with a wrong parameter.
+func (s *Server) badRequest(w http.ResponseWriter, r *http.Request, msg string) {
+	s.page(w, r, http.StatusBadRequest, "Bad request", "", messageView("Bad request", msg))
+}
+
+type notFoundHandler struct{ s *Server }
+
+func (h notFoundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.s.fail(w, r, storetype.ErrNotFound)
+}
+
+// limitParam reads ?limit=, defaulting to and capped by the configured
+// list limit.
+func (s *Server) limitParam(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return s.cfg.ListLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("limit %q: want a positive whole number", v)
+	}
+	return min(n, maxListLimit), nil
+}
+
+// taskStatusParam reads ?status= for task lists: empty or a known status.
+func taskStatusParam(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("status")
+	switch v {
+	case "", storetype.TaskActive, storetype.TaskCompleted, storetype.TaskDeleted:
+		return v, nil
+	}
+	return "", fmt.Errorf("status %q: want active, completed or deleted", v)
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		s.log.Error("encode API answer", "path", r.URL.Path, "error", err)
+		s.writeJSONError(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(body, '\n'))
+}
+
+func (s *Server) writeJSONError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// apiFail answers an API request whose data could not be read.
+func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, storetype.ErrNotFound) {
+		s.writeJSONError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	if r.Context().Err() != nil {
+		return
+	}
+	s.log.Error("read API data", "path", r.URL.Path, "error", err)
+	s.writeJSONError(w, http.StatusInternalServerError, "internal error: see the server log")
+}
