@@ -4,6 +4,7 @@ import "net/http"
 
 type auditHandler struct{ s *Server }
 
+// ServeHTTP renders the latest audit events.
 func (h auditHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	events, err := h.s.src.RecentAudit(r.Context(), h.s.cfg.ListLimit)
 	if err != nil {

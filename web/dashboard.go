@@ -19,6 +19,7 @@ type dashboardModel struct {
 
 type dashboardHandler struct{ s *Server }
 
+// ServeHTTP renders the dashboard.
 func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	limit := min(h.s.cfg.ListLimit, 20)

@@ -4,6 +4,7 @@ import "net/http"
 
 type executionsHandler struct{ s *Server }
 
+// ServeHTTP renders the latest executions.
 func (h executionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	executions, err := h.s.src.RecentExecutions(r.Context(), h.s.cfg.ListLimit)
 	if err != nil {

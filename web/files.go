@@ -9,6 +9,7 @@ import (
 
 type filesHandler struct{ s *Server }
 
+// ServeHTTP renders the latest files.
 func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	files, err := h.s.src.RecentBatches(r.Context(), h.s.cfg.ListLimit)
 	if err != nil {
@@ -29,6 +30,7 @@ type fileModel struct {
 
 type fileHandler struct{ s *Server }
 
+// ServeHTTP renders the page of the file /files/{id}.
 func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	m := fileModel{Now: h.s.cfg.Now().UTC()}

@@ -165,6 +165,7 @@ func (s *Server) badRequest(w http.ResponseWriter, r *http.Request, msg string) 
 
 type notFoundHandler struct{ s *Server }
 
+// ServeHTTP answers every unknown path with the not-found page.
 func (h notFoundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.s.fail(w, r, storetype.ErrNotFound)
 }

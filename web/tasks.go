@@ -16,6 +16,7 @@ type tasksModel struct {
 
 type tasksHandler struct{ s *Server }
 
+// ServeHTTP renders the task list, filtered by ?status=.
 func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, err := taskStatusParam(r)
 	if err != nil {
@@ -39,6 +40,7 @@ type taskModel struct {
 
 type taskHandler struct{ s *Server }
 
+// ServeHTTP renders the page of the task /tasks/{host}/{name}.
 func (h taskHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	m := taskModel{Now: h.s.cfg.Now().UTC()}

@@ -27,6 +27,7 @@ type Skipped struct {
 	Err       error
 }
 
+// Error says which record was skipped and why.
 func (s Skipped) Error() string {
 	return fmt.Sprintf("%s/%d@%d: %v", s.Topic, s.Partition, s.Offset, s.Err)
 }
@@ -35,7 +36,10 @@ func (s Skipped) Error() string {
 // to a database failure.
 type malformedError struct{ err error }
 
+// Error is the decoding error.
 func (e *malformedError) Error() string { return e.err.Error() }
+
+// Unwrap returns the decoding error.
 func (e *malformedError) Unwrap() error { return e.err }
 
 func malformed(format string, args ...any) error {
