@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/scheduler"
+	"github.com/jobdrop/jobdrop/internal/store"
+	"github.com/jobdrop/jobdrop/watcher"
+	"github.com/jobdrop/jobdrop/web"
+)
+
+// hooks let tests drive a run: its clock, and where it listens.
+type hooks struct {
+	// clock drives fire times and file stability; nil is the real clock.
+	clock clockwork.Clock
+	// started receives the addresses once everything listens.
+	started func(started)
+}
+
+type started struct {
+	brokers []string
+	console string // base URL
+}
+
+// dbFile is the SQLite file inside the data dir.
+const dbFile = "jobdrop.db"
+
+// run wires every part of jobdrop and runs them until ctx is done.
+func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
+	if h.clock == nil {
+		h.clock = clockwork.NewRealClock()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	brokers := cfg.Kafka.Brokers
+	if len(brokers) == 0 {
+		b, err := kafka.StartEmbedded(filepath.Join(cfg.DataDir, "kafka"), cfg.Kafka.Embedded.Listen, log.With("component", "broker"))
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		brokers = b.Addrs()
+		log.Info("embedded broker started", "listen", brokers[0], "data", filepath.Join(cfg.DataDir, "kafka"))
+	}
+	base := kafka.ClientOpts(brokers, cfg.Kafka.ClientID)
+	admin, err := kgo.NewClient(base...)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if err := ensureTopics(ctx, admin, cfg, brokers); err != nil {
+		return err
+	}
+
+	st, err := store.Open(filepath.Join(cfg.DataDir, dbFile))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics}, log)
+	if err != nil {
+		return err
+	}
+	inj, err := injector.New(injector.Config{
+		ClientOpts:      base,
+		TransactionalID: "jobdrop-injector-" + cfg.Node,
+		Topics:          cfg.Topics,
+		Now:             h.clock.Now,
+	}, st, log)
+	if err != nil {
+		return err
+	}
+	defer inj.Close()
+	eng, err := scheduler.New(scheduler.Config{
+		ClientOpts: base,
+		Topics:     cfg.Topics,
+		Node:       cfg.Node,
+		Targets:    kafka.NewTargetTopics(admin, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor, true),
+		Clock:      h.clock,
+	}, log)
+	if err != nil {
+		return err
+	}
+	var folders []watcher.Folder
+	for _, f := range cfg.Watch {
+		folders = append(folders, watcher.Folder{Dir: f.Dir})
+	}
+	wat, err := watcher.New(watcher.Config{
+		Folders:       folders,
+		StableChecks:  cfg.Watcher.StableChecks,
+		CheckInterval: cfg.Watcher.CheckInterval,
+		Rescan:        cfg.Watcher.Rescan,
+	}, newPipeline(inj, newRegistry(), cfg.Watch), log)
+	if err != nil {
+		return err
+	}
+	console, err := web.New(web.Config{}, st, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Console.Listen)
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	srv := &http.Server{Handler: console.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	url := "http://" + ln.Addr().String()
+	log.Info("console listening", "url", url)
+	if h.started != nil {
+		h.started(started{brokers: brokers, console: url})
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return rec.Run(ctx) })
+	g.Go(func() error { return eng.Run(ctx) })
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("console: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shut)
+	})
+	g.Go(func() error {
+		// Files are deduplicated against the batches recorded so far: first
+		// let the recorder catch up with everything committed before us.
+		if err := startedAudit(ctx, inj, rec, cfg.Node, h.clock.Now()); err != nil {
+			return err
+		}
+		return wat.Run(ctx)
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// ensureTopics creates jobdrop's topics, saying clearly when Kafka cannot be
+// reached.
+func ensureTopics(ctx context.Context, admin *kgo.Client, cfg Config, brokers []string) error {
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := kafka.EnsureTopics(tctx, admin, cfg.Topics, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor)
+	if err != nil && tctx.Err() != nil && ctx.Err() == nil {
+		return fmt.Errorf("kafka at %v did not answer within 30s: %w", brokers, err)
+	}
+	return err
+}
+
+// startedAudit records this node's start in the audit trail and waits until
+// the recorder has stored it, which means everything committed before is
+// stored too.
+func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Recorder, node string, now time.Time) error {
+	a := record.Audit{
+		ID:      "node.started:" + node + ":" + strconv.FormatInt(now.UnixNano(), 36),
+		At:      now.UnixMilli(),
+		Actor:   node,
+		Action:  "node.started",
+		Object:  node,
+		Outcome: record.OutcomeOK,
+	}
+	if err := inj.Audit(ctx, a); err != nil {
+		return fmt.Errorf("audit start: %w", err)
+	}
+	return rec.WaitAudit(ctx, a.ID)
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// Config is the whole configuration file; samples/jobdrop.yaml documents
+// every key.
+type Config struct {
+	// DataDir holds the SQLite file and the embedded broker's data.
+	DataDir string        `yaml:"data_dir"`
+	Node    string        `yaml:"node"`
+	Kafka   kafka.Config  `yaml:"kafka"`
+	Topics  record.Topics `yaml:"topics"`
+	Console ConsoleConfig `yaml:"console"`
+	Watch   []Folder      `yaml:"watch"`
+	Watcher WatcherConfig `yaml:"watcher"`
+	Log     LogConfig     `yaml:"log"`
+}
+
+// ConsoleConfig configures the web console.
+type ConsoleConfig struct {
+	Listen string `yaml:"listen"`
+}
+
+// Folder is one watched folder.
+type Folder struct {
+	Dir string `yaml:"dir"`
+	// Converter forces one converter for every file; empty picks one by
+	// file name.
+	Converter          string `yaml:"converter"`
+	converters.Options `yaml:",inline"`
+}
+
+// WatcherConfig tunes how files are detected.
+type WatcherConfig struct {
+	StableChecks  int           `yaml:"stable_checks"`
+	CheckInterval time.Duration `yaml:"check_interval"`
+	Rescan        time.Duration `yaml:"rescan"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json; empty picks text on a terminal, json elsewhere.
+	Format string `yaml:"format"`
+}
+
+// defaultConfig is what jobdrop runs with when no file is given.
+func defaultConfig() Config {
+	return Config{
+		DataDir: "./data",
+		Console: ConsoleConfig{Listen: "127.0.0.1:8080"},
+		Watch:   []Folder{{Dir: "./inbox"}},
+		Log:     LogConfig{Level: "info"},
+	}
+}
+
+// loadConfig reads path (none: the defaults), then applies JOBDROP_…
+// environment variables, then fills defaults and validates.
+func loadConfig(path string, environ []string) (Config, error) {
+	cfg := defaultConfig()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&cfg, environ); err != nil {
+		return cfg, err
+	}
+	cfg.Kafka = cfg.Kafka.WithDefaults()
+	cfg.Topics = cfg.Topics.WithDefaults()
+	if cfg.Node == "" {
+		h, _ := os.Hostname()
+		cfg.Node = h
+	}
+	return cfg, cfg.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data_dir: must not be empty"))
+	}
+	if c.Console.Listen == "" {
+		errs = append(errs, errors.New("console.listen: must not be empty"))
+	}
+	errs = append(errs, c.Kafka.Validate())
+	seen := map[string]bool{}
+	for i, f := range c.Watch {
+		if f.Dir == "" {
+			errs = append(errs, fmt.Errorf("watch[%d].dir: must not be empty", i))
+		}
+		if seen[f.Dir] {
+			errs = append(errs, fmt.Errorf("watch[%d].dir: %s is watched twice", i, f.Dir))
+		}
+		seen[f.Dir] = true
+		if _, err := f.Defaults.Location(); err != nil {
+			errs = append(errs, fmt.Errorf("watch[%d].defaults.%w", i, err))
+		}
+	}
+	if !slices.Contains([]string{"", "debug", "info", "warn", "error"}, c.Log.Level) {
+		errs = append(errs, fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level))
+	}
+	if !slices.Contains([]string{"", "text", "json"}, c.Log.Format) {
+		errs = append(errs, fmt.Errorf("log.format: %q is not text or json", c.Log.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// applyEnv sets every key named by a JOBDROP_ variable: the YAML path in
+// upper case joined by "_" (JOBDROP_KAFKA_EMBEDDED_LISTEN), list elements
+// by index (JOBDROP_WATCH_0_DIR), lists of strings comma-separated
+// (JOBDROP_KAFKA_BROKERS=a:9092,b:9092). A JOBDROP_ variable that names no
+// key is an error, so a typo does not go unnoticed.
+func applyEnv(cfg *Config, environ []string) error {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "JOBDROP_") {
+			vars[k] = v
+		}
+	}
+	if len(vars) == 0 {
+		return nil
+	}
+	var errs []error
+	used := map[string]bool{}
+	var walk func(v reflect.Value, name string)
+	walk = func(v reflect.Value, name string) {
+		if s, ok := vars[name]; ok && v.Kind() != reflect.Struct {
+			used[name] = true
+			if err := setFromString(v, s); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			return
+		}
+		switch v.Kind() {
+		case reflect.Struct:
+			t := v.Type()
+			for i := range t.NumField() {
+				f := t.Field(i)
+				if !f.IsExported() {
+					continue
+				}
+				tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				if tag == "-" {
+					continue
+				}
+				if opts == "inline" {
+					walk(v.Field(i), name)
+					continue
+				}
+				walk(v.Field(i), name+"_"+strings.ToUpper(tag))
+			}
+		case reflect.Slice:
+			if v.Type().Elem().Kind() != reflect.Struct {
+				return
+			}
+			// Grow the list when a variable names an element past its end.
+			for i := 0; ; i++ {
+				prefix := fmt.Sprintf("%s_%d_", name, i)
+				any := false
+				for k := range vars {
+					if strings.HasPrefix(k, prefix) {
+						any = true
+						break
+					}
+				}
+				if !any && i >= v.Len() {
+					break
+				}
+				if i >= v.Len() {
+					v.Set(reflect.Append(v, reflect.Zero(v.Type().Elem())))
+				}
+				walk(v.Index(i), fmt.Sprintf("%s_%d", name, i))
+			}
+		case reflect.Map:
+			if v.Type().Key().Kind() != reflect.String || v.Type().Elem().Kind() != reflect.String {
+				return
+			}
+			for k, s := range vars {
+				if key, ok := strings.CutPrefix(k, name+"_"); ok && !used[k] {
+					if v.IsNil() {
+						v.Set(reflect.MakeMap(v.Type()))
+					}
+					used[k] = true
+					v.SetMapIndex(reflect.ValueOf(strings.ToLower(key)), reflect.ValueOf(s))
+				}
+			}
+		}
+	}
+	walk(reflect.ValueOf(cfg).Elem(), "JOBDROP")
+	var unknown []string
+	for k := range vars {
+		if !used[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		errs = append(errs, fmt.Errorf("%s: no such configuration key", k))
+	}
+	return errors.Join(errs...)
+}
+
+func setFromString(v reflect.Value, s string) error {
+	switch v.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(d))
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(s)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(s, 10, v.Type().Bits())
+		if err != nil {
+			return fmt.Errorf("want a whole number, got %q", s)
+		}
+		v.SetInt(n)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", s)
+		}
+		v.SetBool(b)
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.String {
+			return errors.New("cannot be set from the environment")
+		}
+		var items []string
+		for _, it := range strings.Split(s, ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, it)
+			}
+		}
+		v.Set(reflect.ValueOf(items))
+	default:
+		return errors.New("cannot be set from the environment")
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// yamlPaths lists every key path of t, as "kafka.embedded.listen".
+func yamlPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name := prefix
+		if opts != "inline" {
+			name = strings.TrimPrefix(prefix+"."+tag, ".")
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft.String() != "time.Duration" {
+			out = append(out, yamlPaths(ft, name)...)
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func nodePaths(n *yaml.Node, prefix string, out map[string]bool) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			nodePaths(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := strings.TrimPrefix(prefix+"."+n.Content[i].Value, ".")
+			out[p] = true
+			nodePaths(n.Content[i+1], p, out)
+		}
+	}
+}
+
+func TestSampleConfigDocumentsEveryKey(t *testing.T) {
+	path := filepath.Join("..", "..", "samples", "jobdrop.yaml")
+	if _, err := loadConfig(path, nil); err != nil {
+		t.Fatalf("the sample does not load: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	nodePaths(&doc, "", documented)
+	for _, p := range yamlPaths(reflect.TypeFor[Config](), "") {
+		if !documented[p] {
+			t.Errorf("samples/jobdrop.yaml does not document %s", p)
+		}
+	}
+}
+
+func TestConfigRejectsUnknownKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("console:\n  listn: 127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadConfig(path, nil)
+	if err == nil || !strings.Contains(err.Error(), "listn") {
+		t.Fatalf("got %v, want an error naming listn", err)
+	}
+	_, err = loadConfig("", []string{"JOBDROP_CONSOLE_LISTN=x"})
+	if err == nil || !strings.Contains(err.Error(), "JOBDROP_CONSOLE_LISTN") {
+		t.Fatalf("got %v, want an error naming JOBDROP_CONSOLE_LISTN", err)
+	}
+}
+
+func TestEnvironmentOverridesEveryKind(t *testing.T) {
+	cfg, err := loadConfig("", []string{
+		"JOBDROP_KAFKA_BROKERS=k1:9092, k2:9092",
+		"JOBDROP_KAFKA_PARTITIONS=3",
+		"JOBDROP_WATCHER_RESCAN=5s",
+		"JOBDROP_WATCH_1_DIR=/srv/drop",
+		"JOBDROP_WATCH_1_DEFAULTS_HOST=acme",
+		"JOBDROP_WATCH_1_MAPPING_JOB_NAME=name",
+		"PATH=/bin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Kafka.Brokers, []string{"k1:9092", "k2:9092"}) || cfg.Kafka.Partitions != 3 ||
+		cfg.Watcher.Rescan.String() != "5s" || len(cfg.Watch) != 2 || cfg.Watch[0].Dir != "./inbox" ||
+		cfg.Watch[1].Dir != "/srv/drop" || cfg.Watch[1].Defaults.Host != "acme" || cfg.Watch[1].Mapping["job_name"] != "name" {
+		t.Fatalf("overrides not applied: %+v", cfg)
+	}
+	if _, err := loadConfig("", []string{"JOBDROP_KAFKA_PARTITIONS=many"}); err == nil {
+		t.Fatal("a non-number partition count was accepted")
+	}
+}
+
+func TestConvertPreviewsFireTimes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.csv")
+	if err := os.WriteFile(path, []byte("host,name,topic,start,timeUnit,time\n"+
+		"acme,every-6h,jobs,2026-03-01 08:00,HOURS,6\nacme,bad,jobs,,DECADES,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := mainErr(context.Background(), []string{"convert", path, "--preview", "3", "--from", "2026-03-01T09:00:00Z"}, &stdout, &stderr)
+	var exit exitError
+	if !errors.As(err, &exit) || exit != 1 {
+		t.Fatalf("exit %v, want status 1 for the bad row", err)
+	}
+	var got struct {
+		Name      string   `json:"name"`
+		NextFires []string `json:"nextFires"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("stdout %q: %v", stdout.String(), err)
+	}
+	want := []string{"2026-03-01T14:00:00Z", "2026-03-01T20:00:00Z", "2026-03-02T02:00:00Z"}
+	if got.Name != "every-6h" || !slices.Equal(got.NextFires, want) {
+		t.Errorf("got %+v, want every-6h firing at %v", got, want)
+	}
+	if !strings.Contains(stderr.String(), "row 3: column timeUnit") {
+		t.Errorf("stderr %q does not name row 3's timeUnit", stderr.String())
+	}
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// previewed is a converted definition with its next fire times.
+type previewed struct {
+	task.Definition
+	NextFires []string `json:"nextFires,omitempty"`
+}
+
+// convert is the dry run: definitions as JSON lines on stdout, row errors on
+// stderr, exit status 1 when any row is invalid.
+func convert(ctx context.Context, cfg Config, path, dir string, preview int, from string, stdout, stderr io.Writer) error {
+	folder, err := folderFor(cfg, dir)
+	if err != nil {
+		return err
+	}
+	conv, err := converterFor(newRegistry(), folder, path)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if from != "" {
+		if now, err = time.Parse(time.RFC3339, from); err != nil {
+			return fmt.Errorf("--from %q: want an RFC 3339 time such as 2026-03-01T08:00:00Z", from)
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	bad := 0
+	err = conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+		if r.Err != nil {
+			bad++
+			for _, e := range converters.RowErrors(r.Err) {
+				fmt.Fprintln(stderr, e)
+			}
+			return nil
+		}
+		out := previewed{Definition: r.Def}
+		if preview > 0 {
+			anchor := r.Def.Anchor(now.UnixMilli())
+			for _, ms := range r.Def.NextFires(anchor, now.UnixMilli()-1, preview) {
+				out.NextFires = append(out.NextFires, task.Time(ms).Format(time.RFC3339))
+			}
+		}
+		return enc.Encode(out)
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError(1)
+	}
+	if bad > 0 {
+		fmt.Fprintf(stderr, "%d invalid rows\n", bad)
+		return exitError(1)
+	}
+	return nil
+}

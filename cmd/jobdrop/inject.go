@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/store"
+)
+
+// injectFile injects one file through the watcher's path, against the
+// configured brokers or the embedded broker of a running jobdrop.
+func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Logger, stdout, stderr io.Writer) error {
+	folder, err := folderFor(cfg, dir)
+	if err != nil {
+		return err
+	}
+	conv, err := converterFor(newRegistry(), folder, path)
+	if err != nil {
+		return err
+	}
+	brokers := cfg.Kafka.Brokers
+	if len(brokers) == 0 {
+		brokers = []string{cfg.Kafka.Embedded.Listen}
+	}
+	// The running instance's database knows the batches injected before.
+	var batches injector.Batches
+	if dbPath := filepath.Join(cfg.DataDir, dbFile); fileExists(dbPath) {
+		st, err := store.Open(dbPath)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		batches = st
+	}
+	inj, err := injector.New(injector.Config{
+		ClientOpts:      kafka.ClientOpts(brokers, cfg.Kafka.ClientID),
+		TransactionalID: "jobdrop-inject-" + cfg.Node,
+		Topics:          cfg.Topics,
+		Actor:           "cli",
+	}, batches, log)
+	if err != nil {
+		return err
+	}
+	defer inj.Close()
+	res, err := inj.Inject(ctx, injector.File{Path: path, Folder: dir}, conv, folder.Options)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitError(1)
+	}
+	fmt.Fprintf(stdout, "%s: %s, %d rows, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.ID)
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

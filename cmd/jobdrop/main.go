@@ -1,0 +1,140 @@
+// Command jobdrop moves a batch schedule onto Kafka: it watches folders for
+// job lists, injects each file into Kafka in one transaction, fires every
+// task exactly once and serves a web console.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	_ "time/tzdata" // time zones load on hosts without zoneinfo
+)
+
+const usage = `jobdrop moves a batch schedule onto Kafka.
+
+Usage:
+  jobdrop run [--config FILE]                     watch, inject, fire and serve the console
+  jobdrop convert FILE [--preview N] [--from TIME] [--folder DIR] [--config FILE]
+                                                  dry run: print the commands FILE becomes
+  jobdrop inject FILE [--folder DIR] [--config FILE]
+                                                  inject one file as the watcher would
+
+With no config file jobdrop keeps its data in ./data, watches ./inbox, serves
+the console on http://127.0.0.1:8080 and an embedded Kafka broker on
+127.0.0.1:9092. Every configuration key can be set by a JOBDROP_ variable
+(JOBDROP_CONSOLE_LISTEN=127.0.0.1:9000); samples/jobdrop.yaml documents them.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := mainErr(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var exit exitError
+	switch {
+	case errors.As(err, &exit):
+		os.Exit(int(exit))
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "jobdrop:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with a status after the message was printed.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("jobdrop "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "configuration file (YAML)")
+	var preview int
+	var from, folder string
+	switch cmd {
+	case "run":
+	case "convert":
+		fs.IntVar(&preview, "preview", 0, "add each task's next `N` fire times")
+		fs.StringVar(&from, "from", "", "count fire times from this RFC 3339 `time` (default now)")
+		fs.StringVar(&folder, "folder", "", "use the converter, defaults and mapping of this watched `dir`")
+	case "inject":
+		fs.StringVar(&folder, "folder", "", "use the converter, defaults and mapping of this watched `dir`")
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError(2)
+	}
+	cfg, err := loadConfig(*configPath, os.Environ())
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+	switch cmd {
+	case "run":
+		if len(pos) > 0 {
+			return fmt.Errorf("run takes no arguments, got %q", pos)
+		}
+		return run(ctx, cfg, log, hooks{})
+	case "convert":
+		if len(pos) != 1 {
+			return errors.New("convert takes one FILE")
+		}
+		return convert(ctx, cfg, pos[0], folder, preview, from, stdout, stderr)
+	default:
+		if len(pos) != 1 {
+			return errors.New("inject takes one FILE")
+		}
+		return injectFile(ctx, cfg, pos[0], folder, log, stdout, stderr)
+	}
+}
+
+// parseInterspersed lets flags come before or after the positional
+// arguments, as in "jobdrop convert jobs.csv --preview 3".
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// newLogger logs text on a terminal and JSON elsewhere, unless configured.
+func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(c.Level)))
+	opts := &slog.HandlerOptions{Level: level}
+	format := c.Format
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

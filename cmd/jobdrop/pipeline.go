@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/watcher"
+)
+
+// newRegistry lists the converters jobdrop ships, with the file names each
+// one takes by default.
+func newRegistry() *converters.Registry {
+	r := converters.NewRegistry()
+	r.Register("csv", converters.CSV{}, "*.csv", "*.tsv", "*.txt")
+	return r
+}
+
+// pipeline hands claimed files to the injector with their folder's
+// converter and options.
+type pipeline struct {
+	inj     *injector.Injector
+	reg     *converters.Registry
+	folders map[string]Folder
+}
+
+var _ watcher.Handler = (*pipeline)(nil)
+
+func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder) *pipeline {
+	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}}
+	for _, f := range folders {
+		p.folders[filepath.Clean(f.Dir)] = f
+	}
+	return p
+}
+
+// HandleFile injects one claimed file.
+func (p *pipeline) HandleFile(ctx context.Context, f watcher.File) error {
+	folder := p.folders[filepath.Clean(f.Dir)]
+	conv, err := converterFor(p.reg, folder, f.Name)
+	if err != nil {
+		return err
+	}
+	_, err = p.inj.Inject(ctx, injector.File{Path: f.Path, Name: f.Name, Folder: f.Dir}, conv, folder.Options)
+	return err
+}
+
+// converterFor picks the folder's converter, or the one for the file name.
+func converterFor(reg *converters.Registry, folder Folder, name string) (converters.Converter, error) {
+	if folder.Converter != "" {
+		c, err := reg.Named(folder.Converter)
+		if err != nil {
+			return nil, fmt.Errorf("folder %s: %w", folder.Dir, err)
+		}
+		return c, nil
+	}
+	_, c, err := reg.For(name)
+	return c, err
+}
+
+// folderFor finds the configured folder dir names, or a folder with no
+// options when dir is empty.
+func folderFor(cfg Config, dir string) (Folder, error) {
+	if dir == "" {
+		return Folder{}, nil
+	}
+	for _, f := range cfg.Watch {
+		if filepath.Clean(f.Dir) == filepath.Clean(dir) {
+			return f, nil
+		}
+	}
+	return Folder{}, fmt.Errorf("--folder %s: not a watched folder of the configuration", dir)
+}
