@@ -360,7 +360,9 @@ func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo
 			kgo.RecordHeader{Key: record.HeaderFile, Value: []byte(src.File)},
 			kgo.RecordHeader{Key: record.HeaderRow, Value: []byte(strconv.Itoa(row))})
 	}
-	return &kgo.Record{Topic: in.cfg.Topics.Input, Key: []byte(d.Key()), Value: v, Headers: h}
+	// The command's timestamp is when it was submitted: a task with no
+	// start counts from it.
+	return &kgo.Record{Topic: in.cfg.Topics.Input, Key: []byte(d.Key()), Value: v, Headers: h, Timestamp: in.cfg.Now()}
 }
 
 // transact runs fill inside one transaction and commits it, or aborts it

@@ -159,7 +159,7 @@ func (r *runner) session(ctx context.Context) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	r.active.Store(int64(len(r.tasks)))
-	r.log.Info("partition restored", "tasks", len(r.tasks), "input_offset", r.next, "took", time.Since(start).Round(time.Millisecond))
+	r.log.Info("partition restored", "tasks", len(r.tasks), "input_offset", r.next, "took_ms", time.Since(start).Milliseconds())
 	r.cons.RemoveConsumePartitions(map[string][]int32{cfg.Topics.State: {r.p}})
 	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)}})
 	return r.loop(ctx)
@@ -482,6 +482,12 @@ func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*ent
 		accepted := rec.Timestamp.UnixMilli()
 		st := record.State{Definition: d, Anchor: d.Anchor(accepted), Source: src, UpdatedAt: accepted}
 		after := st.Anchor - 1
+		if d.Repeats() {
+			// A schedule dropped today starts with its next occurrence: the
+			// ones before it was submitted are history, not misfires. A
+			// one-shot due in the past still fires, late.
+			after = max(after, accepted-1)
+		}
 		if exists {
 			action = record.ActionTaskUpdated
 			st.FireCount, st.LastFire = e.st.FireCount, e.st.LastFire

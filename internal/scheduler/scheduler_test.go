@@ -78,7 +78,7 @@ func (h *harness) send(defs ...task.Definition) {
 	cl := kafkatest.Client(h.t, h.brokers)
 	for _, d := range defs {
 		v, _ := json.Marshal(d)
-		rec := &kgo.Record{Topic: h.topics.Input, Key: []byte(d.Key()), Value: v,
+		rec := &kgo.Record{Topic: h.topics.Input, Key: []byte(d.Key()), Value: v, Timestamp: h.clock.Now(),
 			Headers: []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte("test")}}}
 		if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
 			h.t.Fatal(err)
@@ -304,5 +304,24 @@ func TestFreshEngineAfterCrashMidFireFiresEachOccurrenceOnce(t *testing.T) {
 		if len(got[d.Name]) != want {
 			t.Errorf("%s fired %d times (%v), want %d", d.Name, len(got[d.Name]), got[d.Name], want)
 		}
+	}
+}
+
+func TestNewScheduleStartsAtItsNextOccurrenceNotInThePast(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	e := h.start()
+	// Daily at t0-2h since a week ago; a one-shot that was due an hour ago.
+	h.send(every("daily", t0.Add(-7*24*time.Hour-2*time.Hour), task.Days, 1), oneShot("late", t0.Add(-time.Hour)))
+	kafkatest.Eventually(t, 30*time.Second, "the late one-shot to fire", func() bool { return jobs.count() == 1 })
+	h.advanceTo(t0.Add(22*time.Hour - time.Millisecond))
+	h.advanceTo(t0.Add(22 * time.Hour))
+	h.waitFired(jobs, 2)
+	e.stop()
+	got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs"))
+	want := map[string][]int64{"late": {t0.Add(-time.Hour).UnixMilli()}, "daily": {t0.Add(22 * time.Hour).UnixMilli()}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("fired %v, want %v", got, want)
 	}
 }
