@@ -17,10 +17,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -373,51 +373,7 @@ func (in *Injector) transact(ctx context.Context, fill func(produce func(*kgo.Re
 	if in.cl == nil {
 		return errors.New("injector closed")
 	}
-	cl := in.cl
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	var (
-		errMu   sync.Mutex
-		prodErr error
-	)
-	produce := func(r *kgo.Record) {
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				errMu.Lock()
-				prodErr = errors.Join(prodErr, err)
-				errMu.Unlock()
-			}
-		})
-	}
-	err := fill(produce)
-	if ferr := cl.Flush(ctx); err == nil {
-		err = ferr
-	}
-	errMu.Lock()
-	if err == nil {
-		err = prodErr
-	}
-	errMu.Unlock()
-	// The context of EndTransaction is never cancelled: an interrupted
-	// commit leaves its outcome unknown.
-	end := context.WithoutCancel(ctx)
-	if err != nil {
-		if aerr := cl.AbortBufferedRecords(end); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		if aerr := cl.EndTransaction(end, kgo.TryAbort); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		return err
-	}
-	if err := cl.EndTransaction(end, kgo.TryCommit); err != nil {
-		if errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable) {
-			_ = cl.EndTransaction(end, kgo.TryAbort)
-		}
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return kafka.Transact(ctx, in.cl, fill, nil)
 }
 
 func hashFile(path string) (string, int64, error) {

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -139,40 +138,11 @@ func (in *instance) page(path string) string {
 	return string(b)
 }
 
-// consumer counts what a downstream read_committed consumer of topic sees.
-type consumer struct {
-	mu   sync.Mutex
-	recs []*kgo.Record
-}
-
-func (in *instance) consume(topic string) *consumer {
-	cl := kafkatest.Client(in.t, in.brokers, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation())
-	c := &consumer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	in.t.Cleanup(cancel)
-	go func() {
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			c.mu.Lock()
-			c.recs = append(c.recs, fs.Records()...)
-			c.mu.Unlock()
-		}
-	}()
-	return c
-}
-
-func (c *consumer) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.recs)
-}
-
 func TestDroppedCSVFiresOnTime(t *testing.T) {
 	in := startInstance(t, kafkatest.Cluster(t)...)
 	t0 := in.clock.Now()
 	at := func(d time.Duration) string { return t0.Add(d).UTC().Format(time.RFC3339) }
-	jobs := in.consume("batch-jobs")
+	jobs := kafkatest.Collect(t, in.brokers, "batch-jobs")
 
 	in.drop("jobs.csv", "\uFEFFHost, Name ,action,topic,start,timeUnit,time,data.command\r\n"+
 		"acme,once,INSERT,batch-jobs,"+at(time.Second)+",,,/opt/once.sh\r\n"+
@@ -188,11 +158,11 @@ func TestDroppedCSVFiresOnTime(t *testing.T) {
 	})
 
 	in.advanceTo(t0.Add(time.Second))
-	kafkatest.Eventually(t, 60*time.Second, "2 fires at t0+1s", func() bool { return jobs.count() >= 2 })
+	kafkatest.Eventually(t, 60*time.Second, "2 fires at t0+1s", func() bool { return jobs.Count() >= 2 })
 	in.advanceTo(t0.Add(11 * time.Second))
-	kafkatest.Eventually(t, 60*time.Second, "the 2nd fire of every-10s", func() bool { return jobs.count() >= 3 })
+	kafkatest.Eventually(t, 60*time.Second, "the 2nd fire of every-10s", func() bool { return jobs.Count() >= 3 })
 	in.advanceTo(t0.Add(21 * time.Second))
-	kafkatest.Eventually(t, 60*time.Second, "the 3rd fire of every-10s", func() bool { return jobs.count() >= 4 })
+	kafkatest.Eventually(t, 60*time.Second, "the 3rd fire of every-10s", func() bool { return jobs.Count() >= 4 })
 
 	// The console traces the file to its tasks and their executions.
 	kafkatest.Eventually(t, 60*time.Second, "4 executions in the console", func() bool {
@@ -277,8 +247,8 @@ func TestKcatSeesRealKafka(t *testing.T) {
 	in := startInstance(t)
 	in.drop("now.csv", "host,name,topic,start\nacme,right-away,batch-jobs,"+in.clock.Now().UTC().Format(time.RFC3339)+"\n")
 	in.waitFile("archive", "now.csv")
-	jobs := in.consume("batch-jobs")
-	kafkatest.Eventually(t, 60*time.Second, "the one-shot to fire", func() bool { return jobs.count() == 1 })
+	jobs := kafkatest.Collect(t, in.brokers, "batch-jobs")
+	kafkatest.Eventually(t, 60*time.Second, "the one-shot to fire", func() bool { return jobs.Count() == 1 })
 
 	meta, err := exec.Command(kcat, "-b", in.brokers[0], "-L").CombinedOutput()
 	if err != nil {

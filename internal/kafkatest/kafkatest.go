@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,4 +110,43 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 // Describe formats a record for failure messages.
 func Describe(r *kgo.Record) string {
 	return fmt.Sprintf("%s/%d@%d key=%s", r.Topic, r.Partition, r.Offset, r.Key)
+}
+
+// Collector gathers what a downstream read_committed consumer of a topic
+// sees, from its start, until the test ends.
+type Collector struct {
+	mu   sync.Mutex
+	recs []*kgo.Record
+}
+
+// Collect starts collecting topic.
+func Collect(t testing.TB, brokers []string, topic string) *Collector {
+	cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	c := &Collector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			c.mu.Lock()
+			c.recs = append(c.recs, fs.Records()...)
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+// Count is how many records were seen so far.
+func (c *Collector) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.recs)
+}
+
+// Records returns the records seen so far.
+func (c *Collector) Records() []*kgo.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.recs)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -171,8 +172,9 @@ func (r *runner) session(ctx context.Context) error {
 // where the state committed before us ends.
 func (r *runner) fence(ctx context.Context, nonce string) error {
 	v, _ := json.Marshal(owner{Node: r.e.cfg.Node, Nonce: nonce})
-	return r.transact(ctx, func(produce func(*kgo.Record)) {
+	return r.transact(ctx, func(produce func(*kgo.Record)) error {
 		produce(r.stateRecord(keyOwner, v))
+		return nil
 	})
 }
 
@@ -352,7 +354,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		}
 	}
 
-	err := r.transact(ctx, func(produce func(*kgo.Record)) {
+	err := r.transact(ctx, func(produce func(*kgo.Record)) error {
 		for _, f := range fires {
 			if f.err != nil {
 				continue
@@ -376,15 +378,13 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		// events are written.
 		if len(fires) > 0 {
 			if err := r.prod.Flush(ctx); err != nil {
-				produce(nil)
-				return
+				return err
 			}
 		}
 		for _, f := range fires {
 			d := &f.e.st.Definition
 			if f.err != nil && !isTargetProblem(f.err) {
-				produce(nil) // a broker failure: abort, restore, fire again
-				return
+				return f.err // a broker failure: abort, restore, fire again
 			}
 			x := record.Execution{FireID: f.fireID, Host: d.Host, Name: d.Name, Topic: d.Topic,
 				Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.e.st.Source.Batch}
@@ -417,6 +417,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		if hook := testHookBeforeCommit; hook != nil && len(fires) > 0 && hook(r.p, len(fires)) {
 			r.crashed = true
 		}
+		return nil
 	})
 	if err != nil {
 		for _, f := range fires {
@@ -551,60 +552,18 @@ func (r *runner) stateRecord(key string, value []byte) *kgo.Record {
 }
 
 // transact runs fill in one transaction of the partition's producer and
-// commits it. fill reports a failure by producing nil.
-func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Record))) error {
-	cl := r.prod
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	var (
-		mu   sync.Mutex
-		perr error
-	)
-	failed := false
-	fill(func(rec *kgo.Record) {
-		if failed {
-			return
+// commits it.
+func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
+	err := kafka.Transact(ctx, r.prod, fill, func() error {
+		if r.crashed {
+			return kafka.ErrLeaveOpen
 		}
-		if rec == nil {
-			failed = true
-			return
-		}
-		cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				perr = errors.Join(perr, err)
-				mu.Unlock()
-			}
-		})
+		return nil
 	})
-	err := cl.Flush(ctx)
-	mu.Lock()
-	if perr != nil {
-		err = perr
-	}
-	mu.Unlock()
-	if err == nil && failed {
-		err = errors.New("writing fired events failed")
-	}
-	if r.crashed {
+	if errors.Is(err, kafka.ErrLeaveOpen) {
 		return errCrashed
 	}
-	end := context.WithoutCancel(ctx)
-	if err != nil {
-		_ = cl.AbortBufferedRecords(end)
-		if aerr := cl.EndTransaction(end, kgo.TryAbort); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		return fenced(err)
-	}
-	if err := cl.EndTransaction(end, kgo.TryCommit); err != nil {
-		if errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable) {
-			_ = cl.EndTransaction(end, kgo.TryAbort)
-		}
-		return fenced(fmt.Errorf("commit: %w", err))
-	}
-	return nil
+	return fenced(err)
 }
 
 func fenced(err error) error {

@@ -97,41 +97,17 @@ func (h *harness) advanceTo(t time.Time) {
 	h.clock.Advance(t.Sub(h.clock.Now()))
 }
 
-// target collects what a read_committed consumer of topic sees.
-type target struct {
-	mu   sync.Mutex
-	recs []*kgo.Record
-}
-
-func (h *harness) watch(topic string) *target {
+// watch collects what a downstream consumer of topic sees.
+func (h *harness) watch(topic string) *kafkatest.Collector {
 	if err := h.targets.Ensure(context.Background(), topic); err != nil {
 		h.t.Fatal(err)
 	}
-	cl := kafkatest.Client(h.t, h.brokers, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	tg := &target{}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.t.Cleanup(cancel)
-	go func() {
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			tg.mu.Lock()
-			tg.recs = append(tg.recs, fs.Records()...)
-			tg.mu.Unlock()
-		}
-	}()
-	return tg
+	return kafkatest.Collect(h.t, h.brokers, topic)
 }
 
-func (tg *target) count() int {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	return len(tg.recs)
-}
-
-func (h *harness) waitFired(tg *target, n int) {
+func (h *harness) waitFired(tg *kafkatest.Collector, n int) {
 	h.t.Helper()
-	kafkatest.Eventually(h.t, 30*time.Second, fmt.Sprintf("%d fired events", n), func() bool { return tg.count() >= n })
+	kafkatest.Eventually(h.t, 30*time.Second, fmt.Sprintf("%d fired events", n), func() bool { return tg.Count() >= n })
 }
 
 func oneShot(name string, at time.Time) task.Definition {
@@ -178,11 +154,9 @@ func TestFiresOnTimeExactlyOnce(t *testing.T) {
 	h.waitFired(audit, 5)
 	kafkatest.Eventually(t, 30*time.Second, "2 tasks active", func() bool { return e.ActiveTasks() == 2 })
 	outcomes := map[string]string{}
-	audit.mu.Lock()
-	for _, a := range kafkatest.Decode[record.Audit](t, audit.recs) {
+	for _, a := range kafkatest.Decode[record.Audit](t, audit.Records()) {
 		outcomes[a.Action+" "+a.Object] = a.Outcome + " by " + a.Actor
 	}
-	audit.mu.Unlock()
 	wantAudit := map[string]string{
 		"task.created acme/once":  "unchanged by test", // the later, identical INSERT
 		"task.created acme/every": "ok by test",
@@ -283,7 +257,7 @@ func TestFreshEngineAfterCrashMidFireFiresEachOccurrenceOnce(t *testing.T) {
 	})
 	a.stop()
 	testHookBeforeCommit = nil
-	if c := jobs.count(); c != 0 {
+	if c := jobs.Count(); c != 0 {
 		t.Fatalf("%d events of uncommitted fires are visible", c)
 	}
 
@@ -314,7 +288,7 @@ func TestNewScheduleStartsAtItsNextOccurrenceNotInThePast(t *testing.T) {
 	e := h.start()
 	// Daily at t0-2h since a week ago; a one-shot that was due an hour ago.
 	h.send(every("daily", t0.Add(-7*24*time.Hour-2*time.Hour), task.Days, 1), oneShot("late", t0.Add(-time.Hour)))
-	kafkatest.Eventually(t, 30*time.Second, "the late one-shot to fire", func() bool { return jobs.count() == 1 })
+	kafkatest.Eventually(t, 30*time.Second, "the late one-shot to fire", func() bool { return jobs.Count() == 1 })
 	h.advanceTo(t0.Add(22*time.Hour - time.Millisecond))
 	h.advanceTo(t0.Add(22 * time.Hour))
 	h.waitFired(jobs, 2)
