@@ -19,7 +19,39 @@ const (
 	Update Action = "UPDATE"
 	// Delete stops the task and forgets it.
 	Delete Action = "DELETE"
+	// Trigger fires the task once now, outside its schedule, without
+	// changing it. Only the key is needed.
+	Trigger Action = "TRIGGER"
 )
+
+// Misfire says what a task does about occurrences missed while no engine
+// could fire them (downtime, a long pause of the whole group).
+type Misfire string
+
+// The misfire policies.
+const (
+	// FireOnce fires the latest missed occurrence once, then goes on. The
+	// default.
+	FireOnce Misfire = "FIRE_ONCE"
+	// FireAll fires every missed occurrence, oldest first, up to
+	// MaxMisfires of them.
+	FireAll Misfire = "FIRE_ALL"
+	// Skip fires none of them and waits for the next occurrence.
+	Skip Misfire = "SKIP"
+)
+
+// MaxMisfires bounds how many missed occurrences FIRE_ALL replays.
+const MaxMisfires = 1000
+
+// Window restricts fires to a local time range on some weekdays, in the
+// task's time zone: a fire due outside moves to the next opening.
+type Window struct {
+	// From and To are local times "HH:MM"; To before From spans midnight.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Days are weekdays "MON".."SUN"; empty means every day.
+	Days []string `json:"days,omitempty"`
+}
 
 // TimeUnit is the unit of a Frequency, as light-scheduler's TimeUnit enum.
 type TimeUnit string
@@ -94,7 +126,21 @@ type Definition struct {
 	Timezone string `json:"timezone,omitempty"`
 	// End is the last possible fire time, epoch milliseconds.
 	End *int64 `json:"end,omitempty"`
+	// Window restricts when the task may fire.
+	Window *Window `json:"window,omitempty"`
+	// Misfire is the policy for occurrences missed while down. Defaults
+	// to FIRE_ONCE.
+	Misfire Misfire `json:"misfire,omitempty"`
+	// Active false pauses the task: it keeps its schedule but fires
+	// nothing until resumed. Absent means active.
+	Active *bool `json:"active,omitempty"`
+	// Timeout, in milliseconds, flags an execution with no final status
+	// that long after its fire as overdue. Zero means no timeout.
+	Timeout int64 `json:"timeout,omitempty"`
 }
+
+// Paused reports whether the task is paused.
+func (d *Definition) Paused() bool { return d.Active != nil && !*d.Active }
 
 // Key is the record key of the task in every topic: host + "/" + name.
 func (d *Definition) Key() string { return Key(d.Host, d.Name) }

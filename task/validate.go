@@ -52,11 +52,11 @@ func (d *Definition) Validate() error {
 	checkName("host", d.Host, false)
 	checkName("name", d.Name, true)
 	switch d.Action {
-	case Insert, Update, Delete:
+	case Insert, Update, Delete, Trigger:
 	default:
-		bad("action", string(d.Action), "must be INSERT, UPDATE or DELETE")
+		bad("action", string(d.Action), "must be INSERT, UPDATE, DELETE or TRIGGER")
 	}
-	if d.Action == Delete {
+	if d.Action == Delete || d.Action == Trigger {
 		return errors.Join(errs...)
 	}
 	checkName("topic", d.Topic, true)
@@ -87,6 +87,30 @@ func (d *Definition) Validate() error {
 	}
 	if d.End != nil && d.Start != nil && *d.End < *d.Start {
 		bad("end", fmt.Sprint(*d.End), "must not be before start")
+	}
+	switch d.Misfire {
+	case "", FireOnce, FireAll, Skip:
+	default:
+		bad("misfire", string(d.Misfire), "must be FIRE_ONCE, FIRE_ALL or SKIP")
+	}
+	if d.Timeout < 0 {
+		bad("timeout", fmt.Sprint(d.Timeout), "must be a positive number of milliseconds")
+	}
+	if w := d.Window; w != nil {
+		if _, err := parseClock(w.From); err != nil {
+			bad("window.from", w.From, "must be a local time HH:MM")
+		}
+		if _, err := parseClock(w.To); err != nil {
+			bad("window.to", w.To, "must be a local time HH:MM")
+		}
+		if w.From != "" && w.From == w.To {
+			bad("window.to", w.To, "must differ from window.from")
+		}
+		for _, day := range w.Days {
+			if _, ok := weekdays[strings.ToUpper(day)]; !ok {
+				bad("window.days", day, "must be weekdays MON, TUE, WED, THU, FRI, SAT or SUN")
+			}
+		}
 	}
 	for k := range d.Data {
 		if k == "" {
@@ -126,4 +150,18 @@ func validTopic(t string) bool {
 		}
 	}
 	return true
+}
+
+var weekdays = map[string]time.Weekday{
+	"SUN": time.Sunday, "MON": time.Monday, "TUE": time.Tuesday, "WED": time.Wednesday,
+	"THU": time.Thursday, "FRI": time.Friday, "SAT": time.Saturday,
+}
+
+// parseClock reads "HH:MM" as minutes after midnight.
+func parseClock(s string) (int, error) {
+	t, err := time.Parse("15:04", s)
+	if err != nil {
+		return 0, err
+	}
+	return t.Hour()*60 + t.Minute(), nil
 }
