@@ -198,7 +198,7 @@ func TestColumnsRow(t *testing.T) {
 		{
 			name:     "unknown action",
 			cells:    []string{"acme", "job", "run", "jobs"},
-			wantErrs: []string{`column action: value "run": must be INSERT, UPDATE or DELETE`},
+			wantErrs: []string{`column action: value "run": must be INSERT, UPDATE, DELETE or TRIGGER`},
 		},
 		{
 			name:   "defaults fill empty cells",
