@@ -313,6 +313,22 @@ func (in *Injector) Send(ctx context.Context, actor string, defs ...task.Definit
 	})
 }
 
+// ReportStatus writes a worker's report on an execution to the status
+// topic, with its audit event, in one transaction.
+func (in *Injector) ReportStatus(ctx context.Context, actor string, s record.Status) error {
+	v, _ := json.Marshal(s)
+	now := in.cfg.Now()
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		produce(&kgo.Record{Topic: in.cfg.Topics.Status, Key: []byte(s.FireID), Value: v})
+		produce(in.encodeAudit(record.Audit{
+			ID: "execution.status:" + s.FireID + ":" + strconv.FormatInt(now.UnixNano(), 36), At: now.UnixMilli(),
+			Actor: actor, Action: "execution." + strings.ToLower(s.Status), Object: s.FireID, Outcome: record.OutcomeOK,
+			Detail: s.Message,
+		}))
+		return nil
+	})
+}
+
 // Audit writes one audit event on its own.
 func (in *Injector) Audit(ctx context.Context, a record.Audit) error {
 	return in.transact(ctx, func(produce func(*kgo.Record)) error {

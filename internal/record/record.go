@@ -80,6 +80,9 @@ type Execution struct {
 	ScheduledAt int64  `json:"scheduledAt"`
 	FiredAt     int64  `json:"firedAt"`
 	Batch       string `json:"batch,omitempty"`
+	// Timeout is the task's timeout in milliseconds: an execution with no
+	// final status by FiredAt+Timeout is overdue. Zero: no timeout.
+	Timeout int64 `json:"timeout,omitempty"`
 }
 
 // Execution statuses. FIRED is implied by the execution record; the others
@@ -89,6 +92,9 @@ const (
 	StatusRunning = "RUNNING"
 	StatusSuccess = "SUCCESS"
 	StatusFailed  = "FAILED"
+	// StatusOverdue is shown, never written: an execution with no final
+	// status past its timeout.
+	StatusOverdue = "OVERDUE"
 )
 
 // Status is a worker's report on an execution, keyed by fire id.
@@ -109,6 +115,10 @@ const (
 	ActionTaskUpdated   = "task.updated"
 	ActionTaskDeleted   = "task.deleted"
 	ActionTaskCompleted = "task.completed"
+	ActionTaskTriggered = "task.triggered"
+	ActionTaskPaused    = "task.paused"
+	ActionTaskResumed   = "task.resumed"
+	ActionTaskRejected  = "task.rejected"
 )
 
 // Audit outcomes.

@@ -387,7 +387,8 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 				return f.err // a broker failure: abort, restore, fire again
 			}
 			x := record.Execution{FireID: f.fireID, Host: d.Host, Name: d.Name, Topic: d.Topic,
-				Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.e.st.Source.Batch}
+				Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.e.st.Source.Batch,
+				Timeout: d.Timeout}
 			if f.err != nil {
 				x.Partition, x.Offset = -1, -1
 			}
@@ -460,7 +461,7 @@ func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*ent
 	}
 	if err != nil {
 		r.log.Warn("invalid command skipped", "offset", rec.Offset, "key", key, "err", err)
-		return r.audit(src, "task.rejected", key, record.OutcomeRejected, err.Error(), rec.Timestamp)
+		return r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp)
 	}
 	e, exists := r.tasks[key]
 	action, outcome, detail := record.ActionTaskCreated, record.OutcomeOK, ""
