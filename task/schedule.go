@@ -2,8 +2,6 @@ package task
 
 import (
 	"time"
-
-	"github.com/adhocore/gronx"
 )
 
 // Anchor resolves the definition's start against the time the command was
@@ -27,31 +25,15 @@ func (d *Definition) Anchor(accepted int64) int64 {
 
 // NextFire is the first occurrence strictly after after, for a task anchored
 // at anchor; ok is false when there is none (a one-shot already fired, or
-// past End). The first fire of a task is NextFire(anchor, anchor-1).
+// past End). The first fire of a task is NextFire(anchor, anchor-1). A
+// Window moves an occurrence due while it is closed to its next opening.
 func (d *Definition) NextFire(anchor, after int64) (next int64, ok bool) {
-	switch {
-	case d.Cron != "":
-		ref := Time(max(after, anchor-1)).In(d.location())
-		t, err := gronx.NextTickAfter(d.Cron, ref, false)
-		if err != nil {
-			return 0, false
-		}
-		next = t.UnixMilli()
-	case d.Frequency != nil:
-		p := d.Frequency.Period().Milliseconds()
-		if p <= 0 {
-			return 0, false
-		}
-		if after < anchor {
-			next = anchor
-		} else {
-			next = anchor + ((after-anchor)/p+1)*p
-		}
-	default:
-		if after >= anchor {
-			return 0, false
-		}
-		next = anchor
+	next, ok = d.rawNext(anchor, after)
+	if !ok {
+		return 0, false
+	}
+	if d.Window != nil {
+		next = d.Window.open(Time(next).In(d.location())).UnixMilli()
 	}
 	if d.End != nil && next > *d.End {
 		return 0, false
@@ -59,43 +41,81 @@ func (d *Definition) NextFire(anchor, after int64) (next int64, ok bool) {
 	return next, true
 }
 
-// CatchUp decides what to fire when the occurrence due is already in the
-// past at now (the engine was down or late): if later occurrences are due
-// too, they are coalesced into one fire of the latest one due, so a
-// restarted engine fires a missed task once rather than replaying every
-// missed occurrence. It returns the occurrence to fire and the one after it.
-func (d *Definition) CatchUp(anchor, due, now int64) (fire, following int64, more bool) {
-	fire = due
-	if n, ok := d.NextFire(anchor, due); ok && n <= now {
-		fire = d.lastFireAtOrBefore(anchor, now, n)
-	}
-	following, more = d.NextFire(anchor, fire)
-	return fire, following, more
-}
-
-// lastFireAtOrBefore returns the latest occurrence ≤ now, knowing that
-// atLeast is one.
-func (d *Definition) lastFireAtOrBefore(anchor, now, atLeast int64) int64 {
+// rawNext is NextFire before the window and the end apply.
+func (d *Definition) rawNext(anchor, after int64) (int64, bool) {
 	switch {
 	case d.Cron != "":
-		t, err := gronx.PrevTickBefore(d.Cron, Time(now).In(d.location()), true)
-		if err != nil || t.UnixMilli() < atLeast {
-			return atLeast
-		}
-		last := t.UnixMilli()
-		if d.End != nil && last > *d.End {
-			return atLeast
-		}
-		return last
+		t, ok := cronNext(d.Cron, d.location(), Time(max(after, anchor-1)))
+		return t.UnixMilli(), ok
 	case d.Frequency != nil:
+		p := d.Frequency.Period().Milliseconds()
+		if p <= 0 {
+			return 0, false
+		}
+		if after < anchor {
+			return anchor, true
+		}
+		return anchor + ((after-anchor)/p+1)*p, true
+	default:
+		return anchor, after < anchor
+	}
+}
+
+// MisfireThreshold is how late an occurrence may be and still count as
+// merely late: it fires as scheduled whatever the policy. Later than that,
+// it was missed, and the task's Misfire policy decides.
+const MisfireThreshold = 5 * time.Second
+
+// Plan decides what to do with the occurrence due, still unfired at now.
+// It returns whether to fire and which scheduled time to fire, and the
+// occurrence to wait for after it (more is false when none is left).
+//
+// An occurrence missed by more than MisfireThreshold follows the policy:
+// FIRE_ONCE fires the latest missed occurrence once; FIRE_ALL fires each in
+// turn, oldest first, at most MaxMisfires of them; SKIP fires none and waits
+// for the next one to come.
+func (d *Definition) Plan(anchor, due, now int64) (fire int64, fires bool, following int64, more bool) {
+	if now-due <= MisfireThreshold.Milliseconds() {
+		following, more = d.NextFire(anchor, due)
+		return due, true, following, more
+	}
+	switch d.Misfire {
+	case Skip:
+		following, more = d.NextFire(anchor, now)
+		return 0, false, following, more
+	case FireAll:
+		fire = d.skipToLast(anchor, due, now, MaxMisfires)
+	default:
+		fire = d.skipToLast(anchor, due, now, 1)
+	}
+	following, more = d.NextFire(anchor, fire)
+	return fire, true, following, more
+}
+
+// skipToLast returns the first of the last n occurrences due at now,
+// walking from due.
+func (d *Definition) skipToLast(anchor, due, now int64, n int) int64 {
+	if d.Frequency != nil && d.Cron == "" && d.Window == nil {
 		p := d.Frequency.Period().Milliseconds()
 		last := anchor + (now-anchor)/p*p
 		if d.End != nil && last > *d.End {
 			last = anchor + (*d.End-anchor)/p*p
 		}
-		return max(last, atLeast)
+		return max(due, last-int64(n-1)*p)
 	}
-	return atLeast
+	ring := make([]int64, 0, n)
+	for at, i := due, 0; at <= now && i < 10*MaxMisfires; i++ {
+		if len(ring) == n {
+			ring = ring[1:]
+		}
+		ring = append(ring, at)
+		next, ok := d.NextFire(anchor, at)
+		if !ok {
+			break
+		}
+		at = next
+	}
+	return ring[0]
 }
 
 // NextFires previews up to n occurrences strictly after from.

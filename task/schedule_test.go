@@ -85,27 +85,139 @@ func TestNextFires(t *testing.T) {
 	}
 }
 
-func TestCatchUpFiresMissedOccurrencesOnce(t *testing.T) {
+func TestPlanAppliesTheMisfirePolicy(t *testing.T) {
 	start := ms("2026-03-01T08:00:00Z")
-	d := every(Minutes, 10, &start)
+	tenMin := func(p Misfire) Definition {
+		d := every(Minutes, 10, &start)
+		d.Misfire = p
+		return d
+	}
 	cases := []struct {
-		name, due, now, fire, following string
+		name       string
+		def        Definition
+		due, now   string
+		fire       string // "" when nothing fires
+		following  string
+		wantNoMore bool
 	}{
-		{"on time", "2026-03-01T08:10:00Z", "2026-03-01T08:10:00.004Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z"},
-		{"late but nothing missed", "2026-03-01T08:10:00Z", "2026-03-01T08:19:59Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z"},
-		{"down for an hour: the latest missed, once", "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z"},
+		{"on time", tenMin(""), "2026-03-01T08:10:00Z", "2026-03-01T08:10:00.004Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false},
+		{"late within the threshold fires as scheduled", tenMin(Skip), "2026-03-01T08:10:00Z", "2026-03-01T08:10:04.9Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false},
+		{"FIRE_ONCE after an hour down: the latest missed, once", tenMin(""), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z", false},
+		{"FIRE_ONCE named", tenMin(FireOnce), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z", false},
+		{"FIRE_ALL replays from the first missed", tenMin(FireAll), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false},
+		{"FIRE_ALL bounded to the last 1000", tenMin(FireAll), "2026-03-01T08:10:00Z", "2026-04-01T08:00:00Z", "2026-03-25T09:30:00Z", "2026-03-25T09:40:00Z", false},
+		{"SKIP fires nothing and waits", tenMin(Skip), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "", "2026-03-01T09:20:00Z", false},
+		{"a one-shot missed still fires once", Definition{Start: &start, Misfire: FireAll}, "2026-03-01T08:00:00Z", "2026-03-02T08:00:00Z", "2026-03-01T08:00:00Z", "", true},
+		{"a one-shot missed with SKIP is dropped", Definition{Start: &start, Misfire: Skip}, "2026-03-01T08:00:00Z", "2026-03-02T08:00:00Z", "", "", true},
+		{"cron FIRE_ONCE", Definition{Cron: "0 * * * *", Start: &start}, "2026-03-01T09:00:00Z", "2026-03-01T12:30:00Z", "2026-03-01T12:00:00Z", "2026-03-01T13:00:00Z", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fire, following, more := d.CatchUp(start, ms(c.due), ms(c.now))
-			if !more || fire != ms(c.fire) || following != ms(c.following) {
-				t.Errorf("fire %s then %s (more %v), want %s then %s", Time(fire), Time(following), more, c.fire, c.following)
+			fire, fires, following, more := c.def.Plan(start, ms(c.due), ms(c.now))
+			gotFire := ""
+			if fires {
+				gotFire = Time(fire).Format(time.RFC3339Nano)
+			}
+			gotNext := ""
+			if more {
+				gotNext = Time(following).Format(time.RFC3339Nano)
+			}
+			if gotFire != c.fire || gotNext != c.following || more == c.wantNoMore {
+				t.Errorf("fire %q then %q, want %q then %q", gotFire, gotNext, c.fire, c.following)
 			}
 		})
 	}
-	once := Definition{Start: &start}
-	if _, _, more := once.CatchUp(start, start, start+5000); more {
-		t.Error("a one-shot has no occurrence after its fire")
+}
+
+// fires lists a cron task's fires in [from, to) as local times with offsets.
+func cronFires(t *testing.T, expr, zone, from, to string) []string {
+	t.Helper()
+	d := Definition{Cron: expr, Timezone: zone}
+	loc, _ := time.LoadLocation(zone)
+	var out []string
+	for at := ms(from); ; {
+		next, ok := d.NextFire(0, at)
+		if !ok || next >= ms(to) {
+			return out
+		}
+		out = append(out, Time(next).In(loc).Format("01-02 15:04 -07"))
+		at = next
+	}
+}
+
+func TestCronFollowsLinuxCronAcrossDaylightSaving(t *testing.T) {
+	cases := []struct {
+		name, expr, zone, from, to string
+		want                       []string
+	}{
+		// Paris springs forward on 2026-03-29 at 02:00 → 03:00.
+		{"Paris spring, fixed time in the skipped hour fires right after the change", "30 2 * * *", "Europe/Paris",
+			"2026-03-27T12:00:00Z", "2026-03-31T00:00:00Z",
+			[]string{"03-28 02:30 +01", "03-29 03:00 +02", "03-30 02:30 +02"}},
+		{"Paris spring, two fixed times in the skipped hour fire once", "0,30 2 * * *", "Europe/Paris",
+			"2026-03-28T12:00:00Z", "2026-03-30T00:00:00Z",
+			[]string{"03-29 03:00 +02"}},
+		{"Paris spring, a wildcard hour follows the clock: nothing in the skipped hour", "30 * * * *", "Europe/Paris",
+			"2026-03-28T23:15:00Z", "2026-03-29T02:00:00Z",
+			[]string{"03-29 00:30 +01", "03-29 01:30 +01", "03-29 03:30 +02"}},
+		// Paris falls back on 2026-10-25 at 03:00 → 02:00.
+		{"Paris autumn, fixed time in the repeated hour fires once", "30 2 * * *", "Europe/Paris",
+			"2026-10-24T12:00:00Z", "2026-10-26T12:00:00Z",
+			[]string{"10-25 02:30 +02", "10-26 02:30 +01"}},
+		{"Paris autumn, a wildcard hour fires in both copies", "30 * * * *", "Europe/Paris",
+			"2026-10-24T23:00:00Z", "2026-10-25T03:00:00Z",
+			[]string{"10-25 01:30 +02", "10-25 02:30 +02", "10-25 02:30 +01", "10-25 03:30 +01"}},
+		// New York springs forward on 2026-03-08 at 02:00 and falls back on 2026-11-01 at 02:00.
+		{"New York spring, fixed", "15 2 * * *", "America/New_York",
+			"2026-03-07T05:00:00Z", "2026-03-09T12:00:00Z",
+			[]string{"03-07 02:15 -05", "03-08 03:00 -04", "03-09 02:15 -04"}},
+		{"New York autumn, fixed", "15 1 * * *", "America/New_York",
+			"2026-10-31T12:00:00Z", "2026-11-02T12:00:00Z",
+			[]string{"11-01 01:15 -04", "11-02 01:15 -05"}},
+		{"New York autumn, every 30 minutes follows the clock", "*/30 1 * * *", "America/New_York",
+			"2026-11-01T04:00:00Z", "2026-11-01T07:00:00Z",
+			[]string{"11-01 01:00 -04", "11-01 01:30 -04", "11-01 01:00 -05", "11-01 01:30 -05"}},
+		{"month ends", "0 9 31 * *", "UTC", "2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z",
+			[]string{"01-31 09:00 +00", "03-31 09:00 +00", "05-31 09:00 +00"}},
+		{"29 February", "0 0 29 2 *", "UTC", "2026-01-01T00:00:00Z", "2033-01-01T00:00:00Z",
+			[]string{"02-29 00:00 +00", "02-29 00:00 +00"}},
+		{"six fields: seconds", "*/20 * * * * *", "UTC", "2025-12-31T23:59:59Z", "2026-01-01T00:01:00Z",
+			[]string{"01-01 00:00 +00", "01-01 00:00 +00", "01-01 00:00 +00"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := cronFires(t, c.expr, c.zone, c.from, c.to)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got  %v\nwant %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestWindowMovesFiresToTheNextOpening(t *testing.T) {
+	start := ms("2026-03-02T00:00:00Z") // a Monday
+	d := every(Hours, 4, &start)
+	d.Timezone = "Europe/Paris"
+	d.Window = &Window{From: "09:00", To: "17:00", Days: []string{"MON", "TUE", "WED", "THU", "FRI"}}
+	loc, _ := time.LoadLocation("Europe/Paris")
+	var got []string
+	for _, f := range d.NextFires(start, ms("2026-03-05T11:59:00Z"), 6) {
+		got = append(got, Time(f).In(loc).Format("Mon 15:04"))
+	}
+	// Every 4 h from midnight UTC is 01,05,09,13,17,21 in Paris (+01):
+	// 13:00 Thu is open; 17:00, 21:00, 01:00, 05:00 move to 09:00 Fri; the
+	// weekend moves to Monday 09:00.
+	want := []string{"Thu 13:00", "Fri 09:00", "Fri 13:00", "Mon 09:00", "Mon 13:00", "Tue 09:00"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	night := Definition{Cron: "0 * * * *", Window: &Window{From: "22:00", To: "02:00"}}
+	var nights []string
+	for _, f := range night.NextFires(0, ms("2026-03-02T12:00:00Z"), 5) {
+		nights = append(nights, Time(f).Format("02 15:04"))
+	}
+	if want := []string{"02 22:00", "02 23:00", "03 00:00", "03 01:00", "03 22:00"}; !slices.Equal(nights, want) {
+		t.Errorf("window over midnight: got %v, want %v", nights, want)
 	}
 }
 

@@ -304,6 +304,25 @@ func (r *runner) loop(ctx context.Context) error {
 	}
 }
 
+// change collects what one transaction writes besides fired events.
+type change struct {
+	dirty  map[string]*entry // tasks whose state changed
+	ended  []endedTask       // tasks to tombstone
+	fires  []*fire
+	audits []*kgo.Record
+}
+
+// newFire counts a fire of e at the scheduled time at.
+func (r *runner) newFire(ctx context.Context, e *entry, at, now int64) *fire {
+	f := &fire{e: e, scheduled: at, fireID: record.FireID(e.st.Definition.Host, e.st.Definition.Name, at)}
+	if err := r.e.cfg.Targets.Ensure(ctx, e.st.Definition.Topic); err != nil {
+		f.err = fmt.Errorf("%w: %w", errTarget, err)
+	}
+	e.st.FireCount++
+	e.st.UpdatedAt = now
+	return f
+}
+
 // fire is one occurrence being fired in the current transaction.
 type fire struct {
 	e         *entry
@@ -317,30 +336,24 @@ type fire struct {
 // commit applies cmds and fires the tasks due at now in one transaction.
 // On failure the in-memory state may be ahead of Kafka; the caller restores.
 func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) error {
-	dirty := map[string]*entry{}
-	var ended []endedTask
-	var audits []*kgo.Record
+	c := &change{dirty: map[string]*entry{}}
 	next := r.next
 	for _, rec := range cmds {
 		if rec.Offset < next {
 			continue // already applied before a restore
 		}
 		next = rec.Offset + 1
-		if a := r.apply(ctx, rec, dirty, &ended); a != nil {
-			audits = append(audits, a)
-		}
+		r.apply(ctx, rec, now, c)
 	}
-	var fires []*fire
+	dirty, fires := c.dirty, c.fires
+	ended, audits := c.ended, c.audits
 	for len(r.heap) > 0 && r.heap[0].st.NextFire <= now && len(fires) < r.e.cfg.MaxFiresPerTxn {
 		e := r.heap[0]
-		at, following, more := e.st.Definition.CatchUp(e.st.Anchor, e.st.NextFire, now)
-		f := &fire{e: e, scheduled: at, fireID: record.FireID(e.st.Definition.Host, e.st.Definition.Name, at)}
-		if err := r.e.cfg.Targets.Ensure(ctx, e.st.Definition.Topic); err != nil {
-			f.err = fmt.Errorf("%w: %w", errTarget, err)
+		at, fire, following, more := e.st.Definition.Plan(e.st.Anchor, e.st.NextFire, now)
+		if fire {
+			fires = append(fires, r.newFire(ctx, e, at, now))
+			e.st.LastFire = at
 		}
-		fires = append(fires, f)
-		e.st.FireCount++
-		e.st.LastFire = at
 		e.st.UpdatedAt = now
 		if more {
 			e.st.NextFire = following
@@ -445,10 +458,9 @@ var errTarget = errors.New("target topic unavailable")
 
 type endedTask struct{ key, reason string }
 
-// apply changes the in-memory tasks for one command and returns the audit
-// record to write with it, if any. Commands from files are audited by the
-// file's own record; others (API, console) are audited one by one.
-func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*entry, ended *[]endedTask) *kgo.Record {
+// apply changes the in-memory tasks for one command. Commands from files are
+// audited by the file's own record; others (API, console) one by one.
+func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *change) {
 	src := sourceOf(rec)
 	var d task.Definition
 	err := json.Unmarshal(rec.Value, &d)
@@ -461,7 +473,8 @@ func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*ent
 	}
 	if err != nil {
 		r.log.Warn("invalid command skipped", "offset", rec.Offset, "key", key, "err", err)
-		return r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp)
+		c.audits = append(c.audits, r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp))
+		return
 	}
 	e, exists := r.tasks[key]
 	action, outcome, detail := record.ActionTaskCreated, record.OutcomeOK, ""
@@ -472,10 +485,15 @@ func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*ent
 			outcome, detail = record.OutcomeNoChange, "no such task"
 			break
 		}
-		r.heap.unschedule(e)
-		delete(r.tasks, key)
-		delete(dirty, key)
-		*ended = append(*ended, endedTask{key, record.EndDeleted})
+		r.remove(e, record.EndDeleted, c)
+	case task.Trigger:
+		action = record.ActionTaskTriggered
+		if !exists {
+			outcome, detail = record.OutcomeRejected, "no such task"
+			break
+		}
+		c.fires = append(c.fires, r.newFire(ctx, e, now, now))
+		c.dirty[key] = e
 	default:
 		if exists && d.Action == task.Insert && e.st.Definition.Equal(&d) {
 			outcome, detail = record.OutcomeNoChange, "identical to the stored definition"
@@ -485,13 +503,13 @@ func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*ent
 		st := record.State{Definition: d, Anchor: d.Anchor(accepted), Source: src, UpdatedAt: accepted}
 		after := st.Anchor - 1
 		if d.Repeats() {
-			// A schedule dropped today starts with its next occurrence: the
-			// ones before it was submitted are history, not misfires. A
-			// one-shot due in the past still fires, late.
+			// A schedule dropped (or changed, or resumed) today goes on from
+			// its next occurrence: the ones before are history, not
+			// misfires. A one-shot due in the past still fires, late.
 			after = max(after, accepted-1)
 		}
 		if exists {
-			action = record.ActionTaskUpdated
+			action = changeAction(&e.st.Definition, &d)
 			st.FireCount, st.LastFire = e.st.FireCount, e.st.LastFire
 			after = max(after, e.st.LastFire) // never fire an occurrence twice
 		} else {
@@ -499,22 +517,47 @@ func (r *runner) apply(_ context.Context, rec *kgo.Record, dirty map[string]*ent
 			r.tasks[key] = e
 		}
 		e.st = st
-		if n, ok := d.NextFire(st.Anchor, after); ok {
+		n, ok := d.NextFire(st.Anchor, after)
+		switch {
+		case !ok:
+			r.remove(e, record.EndCompleted, c)
+			detail = "no occurrence left to fire"
+		case d.Paused():
+			r.heap.unschedule(e) // kept, but due never
+			c.dirty[key] = e
+		default:
 			e.st.NextFire = n
 			r.heap.schedule(e)
-			dirty[key] = e
-		} else {
-			r.heap.unschedule(e)
-			delete(r.tasks, key)
-			delete(dirty, key)
-			*ended = append(*ended, endedTask{key, record.EndCompleted})
-			detail = "no occurrence left to fire"
+			c.dirty[key] = e
 		}
 	}
-	if src.Batch != "" {
-		return nil
+	if src.Batch == "" {
+		c.audits = append(c.audits, r.audit(src, action, key, outcome, detail, rec.Timestamp))
 	}
-	return r.audit(src, action, key, outcome, detail, rec.Timestamp)
+}
+
+// remove ends a task: out of the heap, tombstoned with the reason.
+func (r *runner) remove(e *entry, reason string, c *change) {
+	r.heap.unschedule(e)
+	delete(r.tasks, e.key)
+	delete(c.dirty, e.key)
+	c.ended = append(c.ended, endedTask{e.key, reason})
+}
+
+// changeAction names a change of definition for the audit trail: pausing
+// and resuming are told apart from other updates.
+func changeAction(old, d *task.Definition) string {
+	if old.Paused() != d.Paused() {
+		a, b := *old, *d
+		a.Active, b.Active, a.Action, b.Action = nil, nil, "", ""
+		if a.Equal(&b) {
+			if d.Paused() {
+				return record.ActionTaskPaused
+			}
+			return record.ActionTaskResumed
+		}
+	}
+	return record.ActionTaskUpdated
 }
 
 func (r *runner) audit(src record.Source, action, object, outcome, detail string, at time.Time) *kgo.Record {

@@ -1,0 +1,93 @@
+package task
+
+import (
+	"strings"
+	"time"
+
+	"github.com/adhocore/gronx"
+)
+
+// cronNext is the first fire of expr strictly after the instant after, in
+// loc, with the daylight-saving rules of Linux cron (cronie), so a migrated
+// crontab behaves as it did:
+//
+//   - an entry whose minute or hour field is a wildcard ("*", "*/5") follows
+//     the wall clock: nothing in an hour skipped by the change, and both
+//     copies of a repeated hour;
+//   - an entry with fixed minutes and hours fires once in a repeated hour
+//     (the first time), and its times skipped by the change fire once, right
+//     after the change.
+//
+// Expressions are matched against wall-clock times; each matching wall time
+// is then mapped to the instants that show it.
+func cronNext(expr string, loc *time.Location, after time.Time) (time.Time, bool) {
+	fixed := cronFixed(expr)
+	wall := naive(after.In(loc))
+	// Wall time runs backwards by at most a few hours at a change: start
+	// looking early enough to see the second copy of a repeated hour.
+	cursor := wall.Add(-3 * time.Hour)
+	var best time.Time
+	for range 10_000 {
+		w, err := gronx.NextTickAfter(expr, cursor, false)
+		if err != nil {
+			return time.Time{}, false
+		}
+		if !best.IsZero() && w.After(naive(best.In(loc)).Add(3*time.Hour)) {
+			return best, true
+		}
+		for _, t := range instantsOf(w, loc, fixed) {
+			if t.After(after) && (best.IsZero() || t.Before(best)) {
+				best = t
+			}
+		}
+		cursor = w
+	}
+	return best, !best.IsZero()
+}
+
+// cronFixed reports whether neither the minute nor the hour field is a
+// wildcard: cronie applies its daylight-saving adjustments to those only.
+func cronFixed(expr string) bool {
+	f := strings.Fields(expr)
+	if len(f) == 0 || strings.HasPrefix(f[0], "@") {
+		return !strings.EqualFold(expr, "@hourly") && len(f) > 0
+	}
+	if len(f) == 6 { // leading seconds field
+		f = f[1:]
+	}
+	return len(f) >= 2 && !strings.HasPrefix(f[0], "*") && !strings.HasPrefix(f[1], "*")
+}
+
+// naive reads a time's wall clock as if it were UTC, so that cron fields
+// are matched and stepped without any zone arithmetic.
+func naive(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
+// instantsOf maps a wall time of loc to the instants that show it: none in
+// a skipped hour (for a fixed entry, the end of the skip instead), two in a
+// repeated hour (for a fixed entry, only the first).
+func instantsOf(w time.Time, loc *time.Location, fixed bool) []time.Time {
+	var out []time.Time
+	for _, probe := range []time.Duration{-12 * time.Hour, 12 * time.Hour} {
+		_, off := w.Add(probe).In(loc).Zone()
+		t := w.Add(-time.Duration(off) * time.Second)
+		if naive(t.In(loc)).Equal(w) && (len(out) == 0 || !out[0].Equal(t)) {
+			out = append(out, t)
+		}
+	}
+	switch {
+	case len(out) == 0 && fixed:
+		// Skipped by a change: fire once at the change itself.
+		_, off := w.Add(-12 * time.Hour).In(loc).Zone()
+		after := w.Add(-time.Duration(off) * time.Second) // an instant past the change
+		start, _ := after.In(loc).ZoneBounds()
+		return []time.Time{start}
+	case len(out) == 2 && fixed:
+		if out[1].Before(out[0]) {
+			out[0] = out[1]
+		}
+		return out[:1]
+	}
+	return out
+}
