@@ -66,6 +66,9 @@ type Fired struct {
 	ScheduledAt int64             `json:"scheduledAt"`
 	FiredAt     int64             `json:"firedAt"`
 	FireID      string            `json:"fireId"`
+	// Triggered marks a fire asked for by hand (TRIGGER), outside the
+	// schedule.
+	Triggered bool `json:"triggered,omitempty"`
 }
 
 // Execution is the value of a record on the executions topic, keyed by
@@ -152,6 +155,13 @@ type Batch struct {
 	Rejected int    `json:"rejected"`
 	// Errors holds the first row errors of a rejected file, one per line.
 	Errors []string `json:"errors,omitempty"`
+}
+
+// TriggerFireID is the id of a fire asked for by a TRIGGER command: derived
+// from the command's place in the input topic, so it is the same however
+// often the command is replayed, and never equal to a scheduled fire's.
+func TriggerFireID(host, name string, partition int32, offset int64) string {
+	return FireID(host, name+"\x00trigger\x00"+strconv.Itoa(int(partition)), offset)
 }
 
 // FireID is the deterministic id of one occurrence of a task, so that

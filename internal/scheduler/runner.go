@@ -330,6 +330,7 @@ type fire struct {
 	fireID    string
 	partition int32
 	offset    int64
+	triggered bool
 	err       error // the target could not be written
 }
 
@@ -374,7 +375,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			}
 			f := f
 			d := &f.e.st.Definition
-			v, _ := json.Marshal(record.Fired{Host: d.Host, Name: d.Name, Data: d.Data, ScheduledAt: f.scheduled, FiredAt: now, FireID: f.fireID})
+			v, _ := json.Marshal(record.Fired{Host: d.Host, Name: d.Name, Data: d.Data, ScheduledAt: f.scheduled, FiredAt: now, FireID: f.fireID, Triggered: f.triggered})
 			r.prod.Produce(ctx, &kgo.Record{
 				Topic: d.Topic, Key: []byte(f.e.key), Value: v,
 				Headers: []kgo.RecordHeader{
@@ -492,7 +493,10 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			outcome, detail = record.OutcomeRejected, "no such task"
 			break
 		}
-		c.fires = append(c.fires, r.newFire(ctx, e, now, now))
+		f := r.newFire(ctx, e, now, now)
+		f.fireID = record.TriggerFireID(d.Host, d.Name, rec.Partition, rec.Offset)
+		f.triggered = true
+		c.fires = append(c.fires, f)
 		c.dirty[key] = e
 	default:
 		if exists && d.Action == task.Insert && e.st.Definition.Equal(&d) {

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+func TestRestartAfter30sDownAppliesEachMisfirePolicy(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	a := h.start()
+	var defs []task.Definition
+	for _, p := range []task.Misfire{task.FireOnce, task.FireAll, task.Skip} {
+		d := every(string(p), t0.Add(time.Second), task.Seconds, 1)
+		d.Misfire = p
+		defs = append(defs, d)
+	}
+	h.send(defs...)
+	kafkatest.Eventually(t, 30*time.Second, "3 tasks active", func() bool { return a.ActiveTasks() == 3 })
+	h.advanceTo(t0.Add(time.Second))
+	h.waitFired(jobs, 3)
+	a.stop()
+
+	// 30 s without any engine, then a fresh one.
+	h.clock.Advance(30 * time.Second)
+	b := h.start()
+	// FIRE_ALL replays t0+2s … t0+31s (30), FIRE_ONCE fires t0+31s, SKIP nothing.
+	h.waitFired(jobs, 3+30+1)
+	h.advanceTo(t0.Add(32 * time.Second))
+	h.waitFired(jobs, 3+30+1+3)
+	b.stop()
+
+	got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs"))
+	sec := func(s ...int) []int64 {
+		var out []int64
+		for _, n := range s {
+			out = append(out, t0.Add(time.Duration(n)*time.Second).UnixMilli())
+		}
+		return out
+	}
+	var all []int
+	for n := 1; n <= 32; n++ {
+		all = append(all, n)
+	}
+	want := map[string][]int64{
+		"FIRE_ONCE": sec(1, 31, 32),
+		"FIRE_ALL":  sec(all...),
+		"SKIP":      sec(1, 32),
+	}
+	for name, w := range want {
+		if fmt.Sprint(got[name]) != fmt.Sprint(w) {
+			t.Errorf("%s fired at %v, want %v", name, got[name], w)
+		}
+	}
+}
+
+func TestPauseResumeAndTrigger(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	audit := h.watch(h.topics.Audit)
+	e := h.start()
+	d := every("minutely", t0.Add(time.Minute), task.Minutes, 1)
+	h.send(d)
+	h.waitFired(audit, 1)
+
+	paused := d
+	paused.Action, paused.Active = task.Update, task.Ptr(false)
+	h.send(paused)
+	h.waitFired(audit, 2)
+	h.advanceTo(t0.Add(3 * time.Minute)) // minutes 1, 2 and 3 pass while paused
+	trigger := task.Definition{Host: d.Host, Name: d.Name, Action: task.Trigger}
+	h.send(trigger) // fires now, paused or not
+	h.waitFired(jobs, 1)
+
+	h.advanceTo(t0.Add(3*time.Minute + 30*time.Second))
+	resumed := d
+	resumed.Action, resumed.Active = task.Update, task.Ptr(true)
+	h.send(resumed)
+	h.waitFired(audit, 4)
+	h.advanceTo(t0.Add(4 * time.Minute))
+	h.waitFired(jobs, 2)
+	e.stop()
+
+	got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs"))["minutely"]
+	want := []int64{t0.Add(3 * time.Minute).UnixMilli(), t0.Add(4 * time.Minute).UnixMilli()}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("fired at %v, want the trigger at t0+3m and the next minute after resuming, %v", got, want)
+	}
+	var actions []string
+	for _, a := range kafkatest.Decode[struct{ Action string }](t, audit.Records()) {
+		actions = append(actions, a.Action)
+	}
+	if fmt.Sprint(actions) != "[task.created task.paused task.triggered task.resumed]" {
+		t.Errorf("audit %v", actions)
+	}
+}
