@@ -89,11 +89,14 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	}
 	defer inj.Close()
 	eng, err := scheduler.New(scheduler.Config{
-		ClientOpts: base,
-		Topics:     cfg.Topics,
-		Node:       cfg.Node,
-		Targets:    kafka.NewTargetTopics(admin, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor, true),
-		Clock:      h.clock,
+		ClientOpts:     base,
+		Topics:         cfg.Topics,
+		Node:           cfg.Node,
+		Group:          cfg.Scheduler.Group,
+		SessionTimeout: cfg.Scheduler.SessionTimeout,
+		MaxFiresPerTxn: cfg.Scheduler.MaxFiresPerTxn,
+		Targets:        kafka.NewTargetTopics(admin, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor, true),
+		Clock:          h.clock,
 	}, log)
 	if err != nil {
 		return err

@@ -23,14 +23,15 @@ import (
 // every key.
 type Config struct {
 	// DataDir holds the SQLite file and the embedded broker's data.
-	DataDir string        `yaml:"data_dir"`
-	Node    string        `yaml:"node"`
-	Kafka   kafka.Config  `yaml:"kafka"`
-	Topics  record.Topics `yaml:"topics"`
-	Console ConsoleConfig `yaml:"console"`
-	Watch   []Folder      `yaml:"watch"`
-	Watcher WatcherConfig `yaml:"watcher"`
-	Log     LogConfig     `yaml:"log"`
+	DataDir   string          `yaml:"data_dir"`
+	Node      string          `yaml:"node"`
+	Kafka     kafka.Config    `yaml:"kafka"`
+	Topics    record.Topics   `yaml:"topics"`
+	Console   ConsoleConfig   `yaml:"console"`
+	Watch     []Folder        `yaml:"watch"`
+	Watcher   WatcherConfig   `yaml:"watcher"`
+	Scheduler SchedulerConfig `yaml:"scheduler"`
+	Log       LogConfig       `yaml:"log"`
 }
 
 // ConsoleConfig configures the web console.
@@ -52,6 +53,17 @@ type WatcherConfig struct {
 	StableChecks  int           `yaml:"stable_checks"`
 	CheckInterval time.Duration `yaml:"check_interval"`
 	Rescan        time.Duration `yaml:"rescan"`
+}
+
+// SchedulerConfig tunes the engine.
+type SchedulerConfig struct {
+	// Group is the consumer group the instances share.
+	Group string `yaml:"group"`
+	// SessionTimeout is how long the group waits for a silent instance
+	// before its partitions move to the others.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// MaxFiresPerTxn caps the fires committed in one transaction.
+	MaxFiresPerTxn int `yaml:"max_fires_per_txn"`
 }
 
 // LogConfig configures logging.
