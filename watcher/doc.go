@@ -9,13 +9,17 @@
 //
 //	DIR/              files are dropped here
 //	DIR/.processing/  claimed files while they are handled, and after a crash
-//	DIR/archive/      handled files
+//	DIR/archive/      handled files; NAME.errors.txt beside one handled in part
 //	DIR/failed/       rejected files, each beside NAME.errors.txt
 //
 // Only regular files directly in a folder are input. Subfolders, symbolic
 // links, hidden names (".x"), lock files ("~x") and names ending in .tmp,
 // .part, .crdownload, .swp or .errors.txt are never touched, so a tool can
 // write "jobs.csv.part" and rename it to "jobs.csv" when done.
+//
+// Per folder, Folder.Poll replaces events by frequent scans (network shares
+// send none), Folder.MinAge holds files back until they are old enough, and
+// Folder.DoneMarker waits for a NAME.done marker from the sender.
 //
 // Several watchers, in one process or in several, may watch the same folder:
 // the claim is a rename that never replaces an existing file, and the claimed
@@ -25,5 +29,6 @@
 // The package must not know what a file contains: it neither parses files nor
 // talks to Kafka; converting and injecting is the Handler's business. It never
 // deletes or overwrites a dropped file: a name taken in archive/ or failed/
-// gets a UTC timestamp before its extension (jobs.20261122T101500Z.csv).
+// gets a UTC timestamp before its extension (jobs.20261122T101500Z.csv). The
+// one exception: the NAME.done marker of a handled file is removed.
 package watcher

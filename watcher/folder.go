@@ -29,7 +29,9 @@ type folder struct {
 	log           *slog.Logger
 	clock         clockwork.Clock
 	checkInterval time.Duration
-	rescan        time.Duration
+	rescan        time.Duration // or the poll interval of a poll folder
+	poll          bool
+	doneMarker    bool
 
 	// Guarded by mu: signals for the monitor, and the queue for the worker.
 	mu        sync.Mutex
@@ -52,8 +54,12 @@ type entry struct {
 	dirty bool // an event came after it was found stable; guarded by mu
 }
 
-func newFolder(dir string, h Handler, log *slog.Logger, cfg Config) *folder {
-	return &folder{
+func newFolder(dir string, fc Folder, h Handler, log *slog.Logger, cfg Config) *folder {
+	rescan := cfg.Rescan
+	if fc.Poll {
+		rescan = fc.PollInterval
+	}
+	f := &folder{
 		dir:           dir,
 		processing:    filepath.Join(dir, ProcessingDir),
 		archive:       filepath.Join(dir, ArchiveDir),
@@ -62,12 +68,39 @@ func newFolder(dir string, h Handler, log *slog.Logger, cfg Config) *folder {
 		log:           log,
 		clock:         cfg.Clock,
 		checkInterval: cfg.CheckInterval,
-		rescan:        cfg.Rescan,
+		rescan:        rescan,
+		poll:          fc.Poll,
+		doneMarker:    fc.DoneMarker,
 		touched:       make(map[string]struct{}),
 		queued:        make(map[string]*entry),
 		wake:          make(chan struct{}, 1),
 		ready:         make(chan struct{}, 1),
 		track:         newTracker(cfg.StableChecks, cfg.CheckInterval),
+	}
+	f.track.minAge = fc.MinAge
+	if fc.DoneMarker {
+		f.track.ready = func(name string) bool {
+			_, err := os.Lstat(filepath.Join(dir, name+MarkerSuffix))
+			return err == nil
+		}
+	}
+	return f
+}
+
+// ignored reports whether name is never input in this folder: the names
+// every folder ignores, and markers in a DoneMarker folder.
+func (f *folder) ignored(name string) bool {
+	return ignored(name) || (f.doneMarker && len(name) > len(MarkerSuffix) &&
+		strings.EqualFold(name[len(name)-len(MarkerSuffix):], MarkerSuffix))
+}
+
+// removeMarker removes the marker of a handled file in a DoneMarker folder.
+func (f *folder) removeMarker(name string, log *slog.Logger) {
+	if !f.doneMarker {
+		return
+	}
+	if err := os.Remove(filepath.Join(f.dir, name+MarkerSuffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("cannot remove the file's marker", "error", err)
 	}
 }
 
@@ -90,7 +123,11 @@ func notify(c chan struct{}) {
 // monitor finds files in the folder and queues them once stable, until ctx
 // is done.
 func (f *folder) monitor(ctx context.Context, fsw *fsnotify.Watcher) {
-	f.log.Info("watching folder")
+	if f.poll {
+		f.log.Info("watching folder by polling", "poll_interval", f.rescan)
+	} else {
+		f.log.Info("watching folder")
+	}
 	f.refresh(fsw)
 	check := f.clock.NewTicker(f.checkInterval)
 	defer check.Stop()
@@ -121,7 +158,7 @@ func (f *folder) takeSignals(fsw *fsnotify.Watcher) bool {
 	touched, rescanNow, lost := f.touched, f.rescanNow, f.lost
 	f.touched, f.rescanNow, f.lost = make(map[string]struct{}), false, false
 	for name := range touched {
-		if ignored(name) {
+		if f.ignored(name) {
 			continue
 		}
 		if e := f.queued[name]; e != nil {
@@ -189,7 +226,7 @@ func (f *folder) scan() error {
 	var fresh []found
 	for _, e := range entries {
 		name := e.Name()
-		if ignored(name) || !e.Type().IsRegular() || f.track.has(name) {
+		if f.ignored(name) || !e.Type().IsRegular() || f.track.has(name) {
 			continue
 		}
 		fi, err := e.Info()
@@ -380,7 +417,7 @@ func (f *folder) recoverLeftovers(ctx context.Context) {
 	}
 	var files []left
 	for _, e := range entries {
-		if ignored(e.Name()) || !e.Type().IsRegular() {
+		if f.ignored(e.Name()) || !e.Type().IsRegular() {
 			continue
 		}
 		if fi, err := e.Info(); err == nil {
@@ -433,7 +470,19 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	err := f.call(ctx, file)
 	took := slog.Int64("duration_ms", f.clock.Since(start).Milliseconds())
 
+	var partial *PartialError
 	switch {
+	case errors.As(err, &partial):
+		// Handled, so archived even during shutdown: handling it again
+		// would find it done and lose the report.
+		report := strings.TrimRight(partial.Error(), "\n") + "\n"
+		to, merr := moveFailed(file.Path, f.archive, name, report, f.clock.Now())
+		if merr != nil {
+			log.Error("file handled in part but not archived; it stays in "+ProcessingDir, took, "error", err, "move_error", merr)
+			return
+		}
+		f.removeMarker(name, log)
+		log.Warn("file handled in part", took, "archived_as", f.rel(to), "error", partial.Err)
 	case err != nil && ctx.Err() != nil:
 		log.Info("shutting down: file left in "+ProcessingDir+" for the next start", took, "error", err)
 	case err == nil:
@@ -442,6 +491,7 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 			log.Error("file handled but not archived; it stays in "+ProcessingDir, took, "error", merr)
 			return
 		}
+		f.removeMarker(name, log)
 		log.Info("file archived", took, "archived_as", f.rel(to))
 	default:
 		report := strings.TrimRight(err.Error(), "\n") + "\n"
@@ -456,6 +506,7 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 				append(attrs, "move_error", merr)...)
 			return
 		}
+		f.removeMarker(name, log)
 		log.Warn("file failed", append(attrs, "failed_as", f.rel(to))...)
 	}
 }

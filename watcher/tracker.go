@@ -19,6 +19,11 @@ type tracker struct {
 	quiet time.Duration
 	seq   uint64
 	files map[string]*tracked
+	// minAge is how old a stable file's modification time must be.
+	minAge time.Duration
+	// ready, when set, must also hold for a stable file to be taken;
+	// until it does, the file stays tracked.
+	ready func(name string) bool
 }
 
 // tracked is what a tracker knows about one file.
@@ -79,7 +84,8 @@ func (t *tracker) check(now time.Time, stat func(name string) (fs.FileInfo, erro
 		} else {
 			s.observed, s.size, s.mod, s.since, s.same = true, fi.Size(), fi.ModTime(), now, 0
 		}
-		if s.same >= t.need && now.Sub(s.since) >= t.quiet {
+		if s.same >= t.need && now.Sub(s.since) >= t.quiet && now.Sub(s.mod) >= t.minAge &&
+			(t.ready == nil || t.ready(name)) {
 			out = append(out, candidate{name: name, size: s.size, mod: s.mod, seq: s.seq})
 			delete(t.files, name)
 		}

@@ -24,7 +24,14 @@ const (
 	ArchiveDir    = "archive"
 	FailedDir     = "failed"
 	ErrorsSuffix  = ".errors.txt"
+	// MarkerSuffix ends the name of the marker a sender writes after a
+	// file, in folders with Folder.DoneMarker: jobs.csv.done for jobs.csv.
+	MarkerSuffix = ".done"
 )
+
+// DefaultPollInterval is the time between two scans of a folder watched by
+// polling only.
+const DefaultPollInterval = 5 * time.Second
 
 // File is a claimed file handed to a Handler.
 type File struct {
@@ -45,11 +52,28 @@ type Handler interface {
 	// per problem reads best) and is logged by the watcher, so HandleFile
 	// need not log it. A panic counts as an error.
 	//
+	// A *PartialError moves the file to archive/ instead, beside
+	// NAME.errors.txt holding its text: the file was handled, but some of
+	// it was left out.
+	//
 	// HandleFile must return soon after ctx is done. An error returned once
 	// ctx is done leaves the file in .processing/, and the file is handed
 	// over again at the next start: HandleFile must be idempotent.
 	HandleFile(ctx context.Context, f File) error
 }
+
+// PartialError is what a Handler returns for a file it handled only in
+// part, such as a job list whose valid rows were injected and whose invalid
+// rows were left out: the file is archived, not failed, and
+// NAME.errors.txt beside it in archive/ holds Err's text.
+type PartialError struct {
+	Err error
+}
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *PartialError) Unwrap() error { return e.Err }
 
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, f File) error
@@ -65,6 +89,23 @@ type Folder struct {
 	// subfolders .processing, archive and failed are created by New when
 	// missing.
 	Dir string
+	// Poll watches the folder by scanning it every PollInterval only, with
+	// no file system events: for network shares (NFS, SMB) whose events
+	// never arrive. Defaults to false: events, plus a scan every
+	// Config.Rescan.
+	Poll bool
+	// PollInterval is the time between two scans of a Poll folder.
+	// Defaults to DefaultPollInterval; ignored unless Poll is set.
+	PollInterval time.Duration
+	// MinAge is how old a file must be (by its modification time) before
+	// it is taken, on top of being stable: for senders that pause longer
+	// than the stability checks can see. Defaults to 0: stable is enough.
+	MinAge time.Duration
+	// DoneMarker takes a file NAME only once a marker file NAME.done
+	// (MarkerSuffix) exists beside it, for senders that write the marker
+	// after the file. Markers are never input themselves; a file's marker
+	// is removed once the file is archived or failed. Defaults to false.
+	DoneMarker bool
 }
 
 // Config configures a Watcher. Zero values take the documented defaults.
@@ -135,9 +176,19 @@ func New(cfg Config, h Handler, log *slog.Logger) (*Watcher, error) {
 	}
 
 	abs := make([]string, len(cfg.Folders))
-	for i, fc := range cfg.Folders {
+	for i := range cfg.Folders {
+		fc := &cfg.Folders[i]
 		if strings.TrimSpace(fc.Dir) == "" {
 			return nil, fmt.Errorf("watcher: folder %d: empty dir", i+1)
+		}
+		if fc.PollInterval == 0 {
+			fc.PollInterval = DefaultPollInterval
+		}
+		switch {
+		case fc.PollInterval < 0:
+			return nil, fmt.Errorf("watcher: folder %s: poll interval %s: must be positive", fc.Dir, fc.PollInterval)
+		case fc.MinAge < 0:
+			return nil, fmt.Errorf("watcher: folder %s: min age %s: must not be negative", fc.Dir, fc.MinAge)
 		}
 		a, err := filepath.Abs(fc.Dir)
 		if err != nil {
@@ -168,7 +219,7 @@ func New(cfg Config, h Handler, log *slog.Logger) (*Watcher, error) {
 		if err := createLayout(dir); err != nil {
 			return nil, fmt.Errorf("watcher: folder %s: %w", dir, err)
 		}
-		f := newFolder(dir, h, log.With("dir", dir), cfg)
+		f := newFolder(dir, fc, h, log.With("dir", dir), cfg)
 		w.folders = append(w.folders, f)
 		w.byDir[dir] = f
 	}
@@ -223,6 +274,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 		wg.Go(func() { w.dispatch(ctx, fsw) })
 	}
 	for _, f := range w.folders {
+		if f.poll {
+			// Never added to fsw, so dispatch never sees its events.
+			wg.Go(func() { f.monitor(ctx, nil) })
+			wg.Go(func() { f.work(ctx) })
+			continue
+		}
 		wg.Go(func() { f.monitor(ctx, fsw) })
 		wg.Go(func() { f.work(ctx) })
 	}
