@@ -374,14 +374,15 @@ func (a *applier) execution(r *kgo.Record) error {
 	// A worker's status may have arrived first (another partition of
 	// another topic): keep it.
 	return a.exec(`INSERT INTO executions (fire_id, host, name, topic, target_partition, target_offset,
-			scheduled_at, fired_at, batch_id, status, status_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?)
+			scheduled_at, fired_at, batch_id, status, status_at, timeout)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			target_partition = excluded.target_partition, target_offset = excluded.target_offset,
-			scheduled_at = excluded.scheduled_at, fired_at = excluded.fired_at, batch_id = excluded.batch_id`,
+			scheduled_at = excluded.scheduled_at, fired_at = excluded.fired_at, batch_id = excluded.batch_id,
+			timeout = excluded.timeout`,
 		ex.FireID, ex.Host, ex.Name, ex.Topic, ex.Partition, ex.Offset,
-		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt)
+		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt, max(ex.Timeout, 0))
 }
 
 func (a *applier) status(r *kgo.Record) error {

@@ -103,7 +103,8 @@ func (s *Store) BatchInjected(ctx context.Context, id string) (bool, error) {
 const taskColumns = `t.key, t.host, t.name, t.topic, t.schedule, t.definition, t.anchor, t.next_fire,
 	t.fire_count, t.last_fire, t.batch_id, t.source_file, t.source_row, t.status, t.updated_at,
 	(SELECT count(*) FROM executions e WHERE e.host = t.host AND e.name = t.name),
-	(SELECT max(e.scheduled_at) FROM executions e WHERE e.host = t.host AND e.name = t.name)`
+	(SELECT max(e.scheduled_at) FROM executions e WHERE e.host = t.host AND e.name = t.name),
+	coalesce(json_extract(nullif(t.definition, ''), '$.active') = 0, 0)`
 
 func scanTask(s scanner) (storetype.Task, error) {
 	var t storetype.Task
@@ -111,7 +112,7 @@ func scanTask(s scanner) (storetype.Task, error) {
 	var updated int64
 	if err := s.Scan(&t.Key, &t.Host, &t.Name, &t.Topic, &t.Schedule, &t.Definition, &anchor, &next,
 		&t.FireCount, &last, &t.Batch, &t.SourceFile, &t.SourceRow, &t.Status, &updated,
-		&t.Executions, &lastExec); err != nil {
+		&t.Executions, &lastExec, &t.Paused); err != nil {
 		return t, err
 	}
 	t.Anchor = timePtr(anchor)
@@ -138,6 +139,17 @@ func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.
 	if f.Host != "" {
 		where = append(where, "t.host = ?")
 		args = append(args, f.Host)
+	}
+	if f.Name != "" {
+		where = append(where, "instr(lower(t.name), lower(?)) > 0")
+		args = append(args, f.Name)
+	}
+	if f.Topic != "" {
+		where = append(where, "t.topic = ?")
+		args = append(args, f.Topic)
+	}
+	if f.Paused {
+		where = append(where, "t.status = 'active' AND json_extract(nullif(t.definition, ''), '$.active') = 0")
 	}
 	q := `SELECT ` + taskColumns + ` FROM tasks t`
 	if len(where) > 0 {
@@ -172,15 +184,17 @@ func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, erro
 }
 
 const executionColumns = `fire_id, host, name, topic, target_partition, target_offset, scheduled_at, fired_at,
-	batch_id, status, status_message, status_worker, status_at`
+	batch_id, status, status_message, status_worker, status_at, timeout`
 
 func scanExecution(s scanner) (storetype.Execution, error) {
 	var e storetype.Execution
 	var scheduled, fired, statusAt sql.NullInt64
+	var timeout int64
 	if err := s.Scan(&e.FireID, &e.Host, &e.Name, &e.Topic, &e.TargetPartition, &e.TargetOffset,
-		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt); err != nil {
+		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout); err != nil {
 		return e, err
 	}
+	e.Timeout = time.Duration(timeout) * time.Millisecond
 	e.ScheduledAt = timePtr(scheduled)
 	e.FiredAt = timePtr(fired)
 	e.StatusAt = timePtr(statusAt)

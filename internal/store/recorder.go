@@ -241,6 +241,11 @@ func (r *Recorder) notify() {
 	r.mu.Unlock()
 }
 
+// Applied returns a channel closed after the next commit of recorded
+// records: a reader that wants to hear of every change takes a new channel
+// each time the previous one closes.
+func (r *Recorder) Applied() <-chan struct{} { return r.appliedChan() }
+
 func (r *Recorder) appliedChan() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()

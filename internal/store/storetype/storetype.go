@@ -92,7 +92,9 @@ type Task struct {
 	SourceFile     string     `json:"sourceFile,omitempty"`
 	SourceRow      int        `json:"sourceRow,omitempty"`
 	Status         string     `json:"status"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
+	// Paused is set while an active task's definition says active: false.
+	Paused    bool      `json:"paused"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // TaskFilter selects tasks; its zero value selects the first tasks of all.
@@ -103,6 +105,12 @@ type TaskFilter struct {
 	Batch string
 	// Host keeps only the tasks of this tenant.
 	Host string
+	// Name keeps only tasks whose name contains it, ignoring case.
+	Name string
+	// Topic keeps only tasks firing to this topic.
+	Topic string
+	// Paused keeps only paused tasks when true.
+	Paused bool
 	// Limit bounds the answer. Defaults to 100; at most 1000.
 	Limit int
 }
@@ -125,6 +133,26 @@ type Execution struct {
 	StatusMessage string     `json:"statusMessage,omitempty"`
 	Worker        string     `json:"worker,omitempty"`
 	StatusAt      *time.Time `json:"statusAt,omitempty"`
+	// Timeout is how long after its fire the execution may run without a
+	// final status; zero: no limit.
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Overdue reports whether the execution has no final status at now,
+// past its fire time plus its timeout.
+func (e Execution) Overdue(now time.Time) bool {
+	if e.Timeout <= 0 || e.FiredAt == nil || (e.Status != "FIRED" && e.Status != "RUNNING") {
+		return false
+	}
+	return now.After(e.FiredAt.Add(e.Timeout))
+}
+
+// StatusAsOf says the status to show at now: the recorded one, or OVERDUE.
+func (e Execution) StatusAsOf(now time.Time) string {
+	if e.Overdue(now) {
+		return "OVERDUE"
+	}
+	return e.Status
 }
 
 // TaskKey is the key of the task the execution belongs to, empty when
@@ -134,6 +162,28 @@ func (e Execution) TaskKey() string {
 		return ""
 	}
 	return e.Host + "/" + e.Name
+}
+
+// AuditFilter selects audit events; its zero value selects them all.
+type AuditFilter struct {
+	// From and To bound the event time, From inclusive, To exclusive;
+	// zero: unbounded.
+	From, To time.Time
+	// Actor and Action keep only events with exactly this value.
+	Actor  string
+	Action string
+	// Object keeps only events whose object contains it, ignoring case.
+	Object string
+	// Limit bounds a list (not an export). Defaults to 100; at most 1000.
+	Limit int
+}
+
+// Activity counts what happened since a moment, for the dashboard.
+type Activity struct {
+	Since    time.Time `json:"since"`
+	Files    int       `json:"files"`
+	Fires    int       `json:"fires"`
+	Failures int       `json:"failures"`
 }
 
 // AuditEvent is one entry of the audit trail.

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+)
+
+// auditWhere turns a filter into a WHERE clause and its arguments.
+func auditWhere(f storetype.AuditFilter) (string, []any) {
+	var where []string
+	var args []any
+	if !f.From.IsZero() {
+		where = append(where, "at >= ?")
+		args = append(args, f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		where = append(where, "at < ?")
+		args = append(args, f.To.UnixMilli())
+	}
+	if f.Actor != "" {
+		where = append(where, "actor = ?")
+		args = append(args, f.Actor)
+	}
+	if f.Action != "" {
+		where = append(where, "action = ?")
+		args = append(args, f.Action)
+	}
+	if f.Object != "" {
+		where = append(where, "instr(lower(object), lower(?)) > 0")
+		args = append(args, f.Object)
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(where, " AND "), args
+}
+
+// Audit returns the audit events the filter selects, newest first.
+func (s *Store) Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype.AuditEvent, error) {
+	where, args := auditWhere(f)
+	rows, err := s.read.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+		FROM audit`+where+` ORDER BY at DESC, seq DESC LIMIT ?`, append(args, clampLimit(f.Limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	return collect(rows, scanAudit, "audit")
+}
+
+// EachAudit calls fn with every audit event the filter selects, oldest
+// first, one row at a time and with no limit, so an export of any size
+// holds one event in memory. It stops at fn's first error and returns it.
+func (s *Store) EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error {
+	where, args := auditWhere(f)
+	rows, err := s.read.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+		FROM audit`+where+` ORDER BY at, seq`, args...)
+	if err != nil {
+		return fmt.Errorf("export audit: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanAudit(rows)
+		if err != nil {
+			return fmt.Errorf("export audit: %w", err)
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("export audit: %w", err)
+	}
+	return nil
+}
+
+// AuditActions lists the distinct audit actions recorded, for filters.
+func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT action FROM audit ORDER BY action`)
+	if err != nil {
+		return nil, fmt.Errorf("audit actions: %w", err)
+	}
+	return collect(rows, func(sc scanner) (string, error) {
+		var a string
+		err := sc.Scan(&a)
+		return a, err
+	}, "audit actions")
+}
+
+// ActivitySince counts the files seen, the fires and the failed
+// executions since a moment.
+func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error) {
+	a := storetype.Activity{Since: since.UTC()}
+	ms := since.UnixMilli()
+	err := s.read.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM batches WHERE updated_at >= ?),
+		(SELECT count(*) FROM executions WHERE fired_at >= ?),
+		(SELECT count(*) FROM executions WHERE status = 'FAILED' AND status_at >= ?)`, ms, ms, ms).
+		Scan(&a.Files, &a.Fires, &a.Failures)
+	if err != nil {
+		return a, fmt.Errorf("activity: %w", err)
+	}
+	return a, nil
+}
