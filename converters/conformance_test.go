@@ -29,6 +29,7 @@ var conformance = []struct {
 	ext  string
 }{
 	{"csv", CSV{}, "testdata/csv", ".csv"},
+	{"xlsx", XLSX{}, "testdata/xlsx", ".xlsx"},
 }
 
 // goldenLine is one line of a golden file: a row's definition, a row's

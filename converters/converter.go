@@ -25,7 +25,8 @@ type Converter interface {
 // Row is one converted row.
 type Row struct {
 	// Line is the 1-based row number a person would look for in the file:
-	// the line of a CSV record (header included), the row of a sheet.
+	// the line of a CSV record (header included), the row of a sheet, the
+	// element of a JSON array, the line of a JSON Lines or crontab file.
 	Line int
 	Def  task.Definition
 	// Err is a *RowError when the row is invalid; Def is then partial.
@@ -40,6 +41,12 @@ type Options struct {
 	// (host, name, action, topic, start, timeUnit, time, cron, timezone,
 	// end, data, data.<key>). Matching ignores case and surrounding spaces.
 	Mapping map[string]string `yaml:"mapping"`
+	// CSV, XLSX, Crontab and Exec tune the converter of that name; the
+	// others ignore them.
+	CSV     CSVOptions     `yaml:"csv"`
+	XLSX    XLSXOptions    `yaml:"xlsx"`
+	Crontab CrontabOptions `yaml:"crontab"`
+	Exec    ExecOptions    `yaml:"exec"`
 }
 
 // Defaults are values used where a row leaves a field empty.

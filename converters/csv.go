@@ -18,9 +18,13 @@ const DefaultMaxRecordBytes = 1 << 20
 
 // CSV reads comma-separated job lists: a header row naming the columns
 // (see Columns), then one row per task. It accepts what spreadsheets and
-// scripts write: an optional UTF-8 byte order mark, CRLF or LF line ends,
+// scripts write: UTF-8 with or without a byte order mark, UTF-16 with one
+// (or as Options.CSV.Encoding says, Windows-1252 too), CRLF or LF line ends,
 // quoted values holding commas, quotes ("") and newlines, and ";" or tab
-// as the separator when the header row uses one of them instead of ",".
+// as the separator when the header row uses one of them instead of ","
+// (Options.CSV.Delimiter forces one). encoding/csv has no other quote
+// character than ", so none can be configured; Options.CSV.LazyQuotes
+// accepts stray quotes.
 // Blank rows are skipped. The file is read one record at a time, so its
 // size is not bounded by memory.
 //
@@ -57,16 +61,24 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // errors. It serves callers that hold the content rather than a path (an
 // upload, a test).
 func (c CSV) ConvertReader(ctx context.Context, file string, r io.Reader, opts Options, emit func(Row) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
-		_, _ = br.Discard(len(utf8BOM))
+	comma, err := opts.CSV.delimiter()
+	if err != nil {
+		return fmt.Errorf("%s: csv.delimiter %w", file, err)
+	}
+	br, err := decodeText(r, opts.CSV.Encoding)
+	if err != nil {
+		return fmt.Errorf("%s: csv.encoding %w", file, err)
+	}
+	if comma == 0 {
+		comma = sniffComma(br)
 	}
 	limit := &recordLimit{r: br, max: int64(c.MaxRecordBytes)}
 	if limit.max <= 0 {
 		limit.max = DefaultMaxRecordBytes
 	}
 	cr := csv.NewReader(limit)
-	cr.Comma = sniffComma(br)
+	cr.Comma = comma
+	cr.LazyQuotes = opts.CSV.LazyQuotes
 	cr.FieldsPerRecord = -1 // checked here, to say which row and by how much
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true // so `a, "b"` is a quoted value, not a bare quote

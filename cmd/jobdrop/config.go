@@ -132,6 +132,9 @@ func (c Config) validate() error {
 		if _, err := f.Defaults.Location(); err != nil {
 			errs = append(errs, fmt.Errorf("watch[%d].defaults.%w", i, err))
 		}
+		if err := f.Options.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("watch[%d].%w", i, err))
+		}
 	}
 	if !slices.Contains([]string{"", "debug", "info", "warn", "error"}, c.Log.Level) {
 		errs = append(errs, fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level))

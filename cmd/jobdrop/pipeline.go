@@ -15,6 +15,7 @@ import (
 func newRegistry() *converters.Registry {
 	r := converters.NewRegistry()
 	r.Register("csv", converters.CSV{}, "*.csv", "*.tsv", "*.txt")
+	r.Register("xlsx", converters.XLSX{}, "*.xlsx", "*.xlsm")
 	return r
 }
 
