@@ -111,7 +111,34 @@ type File struct {
 	Name string
 	// Folder is the watched folder it came from, if any.
 	Folder string
+	// Policy says what becomes of a file with invalid rows. Defaults to
+	// PolicyReject.
+	Policy Policy
+	// MaxBytes bounds the file's size: a larger file is rejected before it
+	// is read. Defaults to DefaultMaxBytes; negative means no limit.
+	MaxBytes int64
 }
+
+// DefaultMaxBytes is the size limit of a file when File.MaxBytes is 0.
+const DefaultMaxBytes = 1 << 30
+
+// Policy says what becomes of a file with invalid rows.
+type Policy string
+
+// The policies.
+const (
+	// PolicyReject rejects a file with any invalid row whole: nothing of it
+	// is injected.
+	PolicyReject Policy = "reject"
+	// PolicyGoodRows injects the valid rows of a file in one transaction
+	// and leaves the invalid ones out, reporting them in Result.Report. A
+	// file with no valid row, or with a problem as a whole (unreadable,
+	// wrong format, too large), is still rejected whole.
+	PolicyGoodRows Policy = "good-rows"
+)
+
+// Valid reports whether p is a known policy or empty (the default).
+func (p Policy) Valid() bool { return p == "" || p == PolicyReject || p == PolicyGoodRows }
 
 // Outcome says what became of a file.
 type Outcome string
@@ -121,12 +148,19 @@ const (
 	Injected  Outcome = "injected"
 	Duplicate Outcome = "duplicate"
 	Rejected  Outcome = "rejected"
+	// Partial is a file whose valid rows were injected and whose invalid
+	// ones were left out, under PolicyGoodRows.
+	Partial Outcome = "partial"
 )
 
-// Result describes an injected, duplicate or rejected file.
+// Result describes an injected, duplicate, rejected or partly injected file.
 type Result struct {
 	Outcome Outcome
-	Batch   record.Batch
+	// Batch is the file's batch record; Batch.Rows counts the data rows
+	// read and Batch.Rejected those left out.
+	Batch record.Batch
+	// Report lists the rows left out of a Partial file.
+	Report *RejectedError
 }
 
 // RejectedError is returned for a file with invalid rows; its message is the
@@ -137,6 +171,8 @@ type RejectedError struct {
 	Bad    int      // rows rejected
 	Errors []string // the first MaxErrors problems
 	Err    error    // a problem with the file as a whole, if any
+	// Partial is set when the other rows were injected (PolicyGoodRows).
+	Partial bool
 }
 
 func (e *RejectedError) Error() string {
@@ -150,7 +186,10 @@ func (e *RejectedError) Error() string {
 			fmt.Fprintf(&b, "%s: %v\n", e.File, e.Err)
 		}
 	}
-	if e.Bad > 0 {
+	switch {
+	case e.Bad > 0 && e.Partial:
+		fmt.Fprintf(&b, "%s: %d of %d rows rejected; the other %d were injected\n", e.File, e.Bad, e.Rows, e.Rows-e.Bad)
+	case e.Bad > 0:
 		fmt.Fprintf(&b, "%s: %d of %d rows rejected; nothing was injected\n", e.File, e.Bad, e.Rows)
 	}
 	for _, line := range e.Errors {
@@ -177,11 +216,19 @@ func (in *Injector) BatchInjected(ctx context.Context, id string) (bool, error) 
 
 // Inject converts f with conv and commits all its commands in one
 // transaction, or none of them: a file with any invalid row is rejected
-// whole with a *RejectedError. Content injected before is recorded as a
-// duplicate and injects nothing.
+// whole with a *RejectedError, unless f.Policy is PolicyGoodRows, which
+// injects the valid rows and returns the others in Result.Report with a
+// nil error. A file over f.MaxBytes is rejected unread. Content injected
+// before is recorded as a duplicate and injects nothing.
 func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converter, opts converters.Options) (Result, error) {
 	if f.Name == "" {
 		f.Name = filepath.Base(f.Path)
+	}
+	if !f.Policy.Valid() {
+		return Result{}, fmt.Errorf("inject %s: unknown policy %q (want %s or %s)", f.Name, f.Policy, PolicyReject, PolicyGoodRows)
+	}
+	if err := in.checkSize(ctx, f); err != nil {
+		return Result{Outcome: Rejected, Batch: err.batch}, err.rej
 	}
 	id, size, err := hashFile(f.Path)
 	if err != nil {
@@ -198,12 +245,13 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 		return Result{Outcome: Duplicate, Batch: batch}, err
 	}
 
-	rows, rej := in.check(ctx, f, conv, opts)
+	rows, rej, skip := in.check(ctx, f, conv, opts)
 	batch.Rows = rej.Rows
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	if rej.Err != nil || rej.Bad > 0 {
+	partial := f.Policy == PolicyGoodRows && rej.Err == nil && rej.Bad > 0 && rej.Bad < rej.Rows
+	if (rej.Err != nil || rej.Bad > 0) && !partial {
 		batch.Rejected = rej.Bad
 		batch.Errors = rej.Errors[:min(len(rej.Errors), 100)]
 		if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
@@ -212,9 +260,21 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 		return Result{Outcome: Rejected, Batch: batch}, rej
 	}
 
+	outcome, detail := Injected, fmt.Sprintf("%d tasks injected", batch.Rows)
+	if partial {
+		rej.Partial = true
+		batch.Rejected = rej.Bad
+		batch.Errors = rej.Errors[:min(len(rej.Errors), 100)]
+		outcome = Partial
+		detail = fmt.Sprintf("%d of %d rows injected, %d rejected (policy %s); the rejected rows are listed in %s.errors.txt beside the archived file",
+			rej.Rows-rej.Bad, rej.Rows, rej.Bad, PolicyGoodRows, f.Name)
+	}
 	src := record.Source{Batch: id, File: f.Name, Actor: in.cfg.Actor}
 	err = in.transact(ctx, func(produce func(*kgo.Record)) error {
 		emit := func(r converters.Row) error {
+			if _, bad := skip[r.Line]; bad && partial {
+				return nil
+			}
 			if r.Err != nil {
 				return fmt.Errorf("file changed while injected: %w", r.Err)
 			}
@@ -228,9 +288,7 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 		} else if err := conv.Convert(ctx, f.Path, opts, emit); err != nil {
 			return err
 		}
-		a := in.auditRecord(record.ActionFileInjected, record.OutcomeOK, &batch,
-			fmt.Sprintf("%d tasks injected", batch.Rows))
-		produce(a)
+		produce(in.auditRecord(record.ActionFileInjected, record.OutcomeOK, &batch, detail))
 		return nil
 	})
 	if err != nil {
@@ -239,8 +297,54 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 	in.mu.Lock()
 	in.injected[id] = true
 	in.mu.Unlock()
-	in.log.Info("file injected", "file", f.Name, "batch", id, "rows", batch.Rows)
-	return Result{Outcome: Injected, Batch: batch}, nil
+	in.log.Info("file injected", "file", f.Name, "batch", id, "rows", batch.Rows, "rejected", batch.Rejected)
+	res := Result{Outcome: outcome, Batch: batch}
+	if partial {
+		res.Report = rej
+	}
+	return res, nil
+}
+
+// sizeError is a file rejected for its size, with its batch record.
+type sizeError struct {
+	rej   *RejectedError
+	batch record.Batch
+}
+
+// checkSize rejects a file over its size limit, recording the rejection.
+func (in *Injector) checkSize(ctx context.Context, f File) *sizeError {
+	limit := f.MaxBytes
+	if limit == 0 {
+		limit = DefaultMaxBytes
+	}
+	fi, err := os.Stat(f.Path)
+	if limit < 0 || err != nil || fi.Size() <= limit {
+		return nil // an unreadable file is reported when it is read
+	}
+	// Not hashed: reading a huge file whole is what the limit avoids. The
+	// rejection is audited without a batch id.
+	batch := record.Batch{File: f.Name, Folder: f.Folder, Size: fi.Size()}
+	rej := &RejectedError{File: f.Name, Err: fmt.Errorf("file is %s (%d bytes), over the size limit of %s (max_file_bytes: %d); nothing was read or injected",
+		humanBytes(fi.Size()), fi.Size(), humanBytes(limit), limit)}
+	batch.Errors = []string{rej.Error()}
+	if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, rej.Error()); err != nil {
+		in.log.Error("audit rejected file", "file", f.Name, "err", err)
+	}
+	return &sizeError{rej: rej, batch: batch}
+}
+
+// humanBytes formats n bytes in binary units, as "1.5 GiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // bufferRows bounds how many converted rows check keeps, so a small file is
@@ -250,10 +354,12 @@ const bufferRows = 20_000
 
 // check converts the whole file without producing anything, collecting
 // every problem: invalid rows and task keys repeated within the file. It
-// returns the rows when there were few enough to keep.
-func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options) ([]converters.Row, *RejectedError) {
+// returns the valid rows when there were few enough to keep, and the lines
+// of the invalid ones.
+func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options) ([]converters.Row, *RejectedError, map[int]struct{}) {
 	rej := &RejectedError{File: f.Name}
 	var rows []converters.Row
+	skip := map[int]struct{}{}
 	keep := true
 	seed := maphash.MakeSeed()
 	firstRow := map[uint64]int{}
@@ -273,14 +379,14 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 			if len(errs) == 0 {
 				fail(r.Err.Error())
 			}
-			keep = false
+			skip[r.Line] = struct{}{}
 			return nil
 		}
 		h := maphash.String(seed, r.Def.Key())
 		if prev, dup := firstRow[h]; dup {
 			fail((&converters.RowError{File: f.Name, Row: r.Line, Column: "name", Value: r.Def.Name,
 				Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", r.Def.Key(), prev)}).Error())
-			keep = false
+			skip[r.Line] = struct{}{}
 			return nil
 		}
 		firstRow[h] = r.Line
@@ -299,7 +405,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	if !keep {
 		rows = nil
 	}
-	return rows, rej
+	return rows, rej, skip
 }
 
 // Send injects commands that did not come from a file (the REST API and the

@@ -1,0 +1,136 @@
+package injector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+func TestGoodRowsPolicyInjectsValidRowsAndReportsTheOthers(t *testing.T) {
+	tests := []struct {
+		name string
+		// extra rows after the bad ones, so the file is past the buffer
+		// and converted a second time while producing.
+		extra int
+	}{
+		{"small file", 0},
+		{"file past the buffer", bufferRows},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, brokers, topics := newInjector(t)
+			var b strings.Builder
+			b.WriteString("host,name,topic,timeUnit,time\n")
+			b.WriteString("acme,ok-1,jobs,MINUTES,1\n") // row 2
+			b.WriteString("acme,eons,jobs,EONS,1\n")    // row 3: bad unit
+			b.WriteString("acme,ok-1,jobs,MINUTES,2\n") // row 4: repeated task
+			b.WriteString("acme,ok-2,jobs,HOURS,1\n")   // row 5
+			b.WriteString("acme,nope,jobs,MINUTES,x\n") // row 6: bad time
+			for i := range tt.extra {
+				fmt.Fprintf(&b, "acme,extra-%06d,jobs,MINUTES,1\n", i)
+			}
+			want := []string{"acme/ok-1", "acme/ok-2"}
+			for i := range tt.extra {
+				want = append(want, fmt.Sprintf("acme/extra-%06d", i))
+			}
+			res, err := in.Inject(context.Background(), File{Path: writeFile(t, "mixed.csv", b.String()), Policy: PolicyGoodRows},
+				converters.CSV{}, converters.Options{})
+			if err != nil || res.Outcome != Partial || res.Report == nil {
+				t.Fatalf("got %+v, %v; want a partial injection with a report", res, err)
+			}
+			if res.Batch.Rows != 5+tt.extra || res.Batch.Rejected != 3 {
+				t.Errorf("batch rows %d rejected %d, want %d and 3", res.Batch.Rows, res.Batch.Rejected, 5+tt.extra)
+			}
+			report := res.Report.Error()
+			for _, s := range []string{
+				fmt.Sprintf("3 of %d rows rejected; the other %d were injected", 5+tt.extra, 2+tt.extra),
+				`row 3: column timeUnit: value "EONS"`, "row 4", "appears again (first at row 2)", `row 6: column time: value "x"`,
+			} {
+				if !strings.Contains(report, s) {
+					t.Errorf("report lacks %q:\n%s", s, report)
+				}
+			}
+
+			var got []string
+			for _, r := range kafkatest.Drain(t, brokers, topics.Input) {
+				got = append(got, string(r.Key))
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("input topic holds %d commands %.5v…, want %d %.5v…", len(got), got, len(want), want)
+			}
+			audits := kafkatest.Decode[record.Audit](t, kafkatest.Drain(t, brokers, topics.Audit))
+			if len(audits) != 1 || audits[0].Action != record.ActionFileInjected || audits[0].Batch == nil ||
+				audits[0].Batch.Rejected != 3 || len(audits[0].Batch.Errors) != 3 ||
+				!strings.Contains(audits[0].Detail, fmt.Sprintf("%d of %d rows injected, 3 rejected (policy good-rows)", 2+tt.extra, 5+tt.extra)) {
+				t.Errorf("audit %+v", audits)
+			}
+		})
+	}
+}
+
+func TestGoodRowsPolicyStillRejectsFilesWithNothingGood(t *testing.T) {
+	in, brokers, topics := newInjector(t)
+	for name, content := range map[string]string{
+		"allbad.csv":   "host,name,topic,timeUnit,time\nacme,a,jobs,EONS,1\nacme,b,jobs,MINUTES,x\n",
+		"nocols.csv":   "host,topic\nacme,jobs\n",
+		"header.csv":   "host,name,topic\n",
+		"unclosed.csv": "host,name,topic\nacme,\"a,jobs\nacme,b,jobs\n",
+	} {
+		res, err := in.Inject(context.Background(), File{Path: writeFile(t, name, content), Policy: PolicyGoodRows},
+			converters.CSV{}, converters.Options{})
+		var rej *RejectedError
+		if !errors.As(err, &rej) || res.Outcome != Rejected || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %+v, %v; want a rejection naming the file", name, res, err)
+		}
+	}
+	if n := len(kafkatest.Drain(t, brokers, topics.Input)); n != 0 {
+		t.Errorf("%d commands reached the input topic", n)
+	}
+}
+
+func TestFileOverSizeLimitIsRejectedUnread(t *testing.T) {
+	in, brokers, topics := newInjector(t)
+	content := "host,name,topic,timeUnit,time\nacme,a,jobs,MINUTES,1\n"
+	path := writeFile(t, "big.csv", content)
+	limit := int64(len(content) - 1)
+	res, err := in.Inject(context.Background(), File{Path: path, MaxBytes: limit}, converters.CSV{}, converters.Options{})
+	var rej *RejectedError
+	if !errors.As(err, &rej) || res.Outcome != Rejected {
+		t.Fatalf("got %+v, %v; want a rejection", res, err)
+	}
+	want := fmt.Sprintf("big.csv: file is %d B (%d bytes), over the size limit of %d B (max_file_bytes: %d)", len(content), len(content), limit, limit)
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q lacks %q", err, want)
+	}
+	// At the limit it is fine; no limit at all too.
+	for _, max := range []int64{int64(len(content)), -1} {
+		if res, err := in.Inject(context.Background(), File{Path: path, MaxBytes: max}, converters.CSV{}, converters.Options{}); err != nil ||
+			(res.Outcome != Injected && res.Outcome != Duplicate) {
+			t.Errorf("max %d: %+v, %v", max, res, err)
+		}
+	}
+	if n := len(kafkatest.Drain(t, brokers, topics.Input)); n != 1 {
+		t.Errorf("%d commands on the input topic, want 1", n)
+	}
+	audits := kafkatest.Decode[record.Audit](t, kafkatest.Drain(t, brokers, topics.Audit))
+	if len(audits) == 0 || audits[0].Action != record.ActionFileRejected || !strings.Contains(audits[0].Detail, "size limit") {
+		t.Errorf("audit %+v", audits)
+	}
+}
+
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 1 << 30: "1.0 GiB", 3 << 40: "3.0 TiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
