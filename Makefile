@@ -36,8 +36,8 @@ test-go:
 bench: ## run the benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-chaos: ## run the long fault suite
-	$(GO) test -count=1 -timeout 60m -tags chaos -run Chaos $(PKGS)
+chaos: ## run the long fault suite: 1,000 tasks a second, 3 instances, kills and a zombie for 3 minutes
+	$(GO) test -count=1 -timeout 60m -run Chaos -v ./cmd/jobdrop -args -chaos-duration=3m -chaos-tasks=1000 -chaos-kill-every=5s
 
 run: ## run jobdrop on its embedded defaults: ./data, ./inbox, console :8080, broker :9092
 	$(GO) run ./cmd/jobdrop run

@@ -33,7 +33,7 @@ the console on http://127.0.0.1:8080 and an embedded Kafka broker on
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	err := mainErr(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	var exit exitError
@@ -44,6 +44,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jobdrop:", err)
 		os.Exit(1)
 	}
+}
+
+// signalContext is done on SIGINT or SIGTERM: jobdrop then shuts down
+// gracefully.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 // exitError ends the process with a status after the message was printed.

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// The short chaos run is part of `make test`; `make chaos` runs it longer
+// and bigger.
+var (
+	chaosDuration = flag.Duration("chaos-duration", 20*time.Second, "how long instances are killed and frozen")
+	chaosTasks    = flag.Int("chaos-tasks", 200, "tasks firing every second")
+	chaosKill     = flag.Duration("chaos-kill-every", 4*time.Second, "how often an instance is killed")
+)
+
+// childEnv marks a process started by a test as a jobdrop instance.
+const childEnv = "JOBDROP_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "run" {
+		// This process is one instance of a multi-process test: the
+		// configuration comes from JOBDROP_ variables.
+		os.Unsetenv(childEnv)
+		ctx, stop := signalContext()
+		err := mainErr(ctx, []string{"run"}, os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "jobdrop:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child is one jobdrop process.
+type child struct {
+	t    *testing.T
+	name string
+	env  []string
+	log  string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has been reaped
+}
+
+func startChild(t *testing.T, name string, brokers []string) *child {
+	dir := t.TempDir()
+	c := &child{t: t, name: name, log: filepath.Join(dir, "jobdrop.log"), env: append(os.Environ(),
+		childEnv+"=run",
+		"JOBDROP_NODE="+name,
+		"JOBDROP_DATA_DIR="+filepath.Join(dir, "data"),
+		"JOBDROP_KAFKA_BROKERS="+brokers[0],
+		"JOBDROP_CONSOLE_LISTEN=127.0.0.1:0",
+		"JOBDROP_WATCH_0_DIR="+filepath.Join(dir, "inbox"),
+		"JOBDROP_SCHEDULER_SESSION_TIMEOUT=3s",
+		"JOBDROP_LOG_LEVEL=info",
+		"JOBDROP_LOG_FORMAT=text",
+	)}
+	c.start()
+	t.Cleanup(func() {
+		c.signal(syscall.SIGCONT)
+		c.signal(syscall.SIGKILL)
+		if t.Failed() {
+			b, _ := os.ReadFile(c.log)
+			t.Logf("log of %s (last 3 KiB):\n%s", c.name, b[max(0, len(b)-3072):])
+		}
+	})
+	return c
+}
+
+func (c *child) start() {
+	out, err := os.OpenFile(c.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd.Env, c.cmd.Stdout, c.cmd.Stderr = c.env, out, out
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	c.done = done
+	go func() { _ = c.cmd.Wait(); out.Close(); close(done) }()
+}
+
+func (c *child) signal(s syscall.Signal) { _ = c.cmd.Process.Signal(s) }
+
+// kill ends the process without warning and starts it again.
+func (c *child) kill() {
+	c.signal(syscall.SIGKILL)
+	<-c.done
+	c.start()
+}
+
+// TestChaosEveryOccurrenceFiresOnceAcrossKillsAndAZombie runs three
+// instances on one broker while killing one without warning every few
+// seconds, and freezes one past its session timeout so that it wakes as a
+// zombie holding partitions the others have taken over. Every occurrence
+// due in that time must reach the target topic exactly once.
+func TestChaosEveryOccurrenceFiresOnceAcrossKillsAndAZombie(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos is not short")
+	}
+	brokers := kafkatest.Cluster(t)
+	topics := record.Topics{}.WithDefaults()
+	admin := kafkatest.Client(t, brokers)
+	ctx := context.Background()
+	if err := kafka.EnsureTopics(ctx, admin, topics, 8, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := kafka.NewTargetTopics(admin, 8, -1, true).Ensure(ctx, "chaos"); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []*child{startChild(t, "n1", brokers), startChild(t, "n2", brokers), startChild(t, "n3", brokers)}
+
+	start := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	prod := kafkatest.Client(t, brokers)
+	for i := range *chaosTasks {
+		d := task.Definition{Host: "chaos", Name: fmt.Sprintf("t%04d", i), Action: task.Insert, Topic: "chaos",
+			Start: task.Ptr(start.UnixMilli()), Frequency: &task.Frequency{TimeUnit: task.Seconds, Time: 1},
+			Misfire: task.FireAll, Data: map[string]string{"i": fmt.Sprint(i)}}
+		v, _ := json.Marshal(d)
+		prod.Produce(ctx, &kgo.Record{Topic: topics.Input, Key: []byte(d.Key()), Value: v}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fired := kafkatest.Collect(t, brokers, "chaos")
+
+	// Chaos: a kill every few seconds, round robin; one freeze in the middle.
+	end := start.Add(*chaosDuration)
+	freezeAt := start.Add(*chaosDuration / 2)
+	frozen := false
+	kills := 0
+	for next := start.Add(*chaosKill); time.Now().Before(end); {
+		now := time.Now()
+		switch {
+		case !frozen && now.After(freezeAt):
+			z := nodes[1]
+			t.Logf("%s: SIGSTOP %s for 6s (session timeout 3s)", now.Format("15:04:05.000"), z.name)
+			z.signal(syscall.SIGSTOP)
+			time.Sleep(6 * time.Second) // the freeze itself is what is tested
+			z.signal(syscall.SIGCONT)
+			frozen = true
+			next = time.Now().Add(*chaosKill)
+		case now.After(next):
+			v := nodes[kills%3]
+			if v == nodes[1] {
+				v = nodes[(kills+1)%3]
+			}
+			t.Logf("%s: kill -9 %s and restart it", now.Format("15:04:05.000"), v.name)
+			v.kill()
+			kills++
+			next = next.Add(*chaosKill)
+		default:
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// Every occurrence up to end, of every task, exactly once.
+	perTask := int(end.Sub(start)/time.Second) + 1
+	want := *chaosTasks * perTask
+	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("%d fires due by the end", want), func() bool {
+		return fired.Count() >= want
+	})
+	for _, n := range nodes {
+		n.signal(syscall.SIGTERM)
+		<-n.done
+	}
+	// What the instances went through, from their logs.
+	for _, n := range nodes {
+		b, _ := os.ReadFile(n.log)
+		t.Logf("%s: %d partition restores, %d times fenced by a new owner, %d revokes or losses", n.name,
+			strings.Count(string(b), "partition restored"), strings.Count(string(b), "taken over by another instance"),
+			strings.Count(string(b), "partitions revoked"))
+	}
+	events := kafkatest.Decode[record.Fired](t, kafkatest.Drain(t, brokers, "chaos"))
+	seen := map[string]int{}
+	got := map[string][]int64{}
+	var lateness []time.Duration
+	for _, f := range events {
+		seen[f.FireID]++
+		got[f.Name] = append(got[f.Name], f.ScheduledAt)
+		if f.ScheduledAt <= end.UnixMilli() {
+			lateness = append(lateness, time.Duration(f.FiredAt-f.ScheduledAt)*time.Millisecond)
+		}
+	}
+	dups := 0
+	for _, n := range seen {
+		dups += n - 1
+	}
+	lost := 0
+	for i := range *chaosTasks {
+		name := fmt.Sprintf("t%04d", i)
+		at := got[name]
+		slices.Sort(at)
+		for k := range perTask {
+			if _, ok := slices.BinarySearch(at, start.Add(time.Duration(k)*time.Second).UnixMilli()); !ok {
+				lost++
+			}
+		}
+	}
+	sort.Slice(lateness, func(i, j int) bool { return lateness[i] < lateness[j] })
+	p := func(q float64) time.Duration { return lateness[int(q*float64(len(lateness)-1))] }
+	t.Logf("%d tasks × %d s, %d kills, 1 zombie: %d fires due, %d events, lost %d, duplicated %d; lateness p50 %s p99 %s max %s",
+		*chaosTasks, perTask, kills, want, len(events), lost, dups, p(0.5), p(0.99), p(1))
+	if lost != 0 || dups != 0 {
+		t.Fatalf("lost %d, duplicated %d occurrences", lost, dups)
+	}
+}
