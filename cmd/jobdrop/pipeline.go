@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
@@ -16,6 +18,7 @@ func newRegistry() *converters.Registry {
 	r := converters.NewRegistry()
 	r.Register("csv", converters.CSV{}, "*.csv", "*.tsv", "*.txt")
 	r.Register("xlsx", converters.XLSX{}, "*.xlsx", "*.xlsm")
+	r.Register("json", converters.JSON{}, "*.json", "*.jsonl", "*.ndjson")
 	return r
 }
 
@@ -44,14 +47,34 @@ func (p *pipeline) HandleFile(ctx context.Context, f watcher.File) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.inj.Inject(ctx, injector.File{Path: f.Path, Name: f.Name, Folder: f.Dir}, conv, folder.Options)
+	res, err := p.inj.Inject(ctx, folder.file(f.Path, f.Name, f.Dir), conv, folder.Options)
+	if err == nil && res.Report != nil {
+		// Injected in part: archived beside the report of the rows left out.
+		return &watcher.PartialError{Err: res.Report}
+	}
 	return err
 }
 
-// converterFor picks the folder's converter, or the one for the file name.
+// file is the injector's view of a file of this folder.
+func (folder Folder) file(path, name, dir string) injector.File {
+	return injector.File{Path: path, Name: name, Folder: dir, Policy: folder.Policy, MaxBytes: folder.MaxFileBytes}
+}
+
+// converterFor picks the folder's converter, or the one its patterns name
+// for the file name, or the one the registry's own patterns pick.
 func converterFor(reg *converters.Registry, folder Folder, name string) (converters.Converter, error) {
-	if folder.Converter != "" {
-		c, err := reg.Named(folder.Converter)
+	named := folder.Converter
+	if named == "" {
+		base := strings.ToLower(filepath.Base(name))
+		for _, p := range folder.Patterns {
+			if ok, _ := path.Match(strings.ToLower(p.Pattern), base); ok {
+				named = p.Converter
+				break
+			}
+		}
+	}
+	if named != "" {
+		c, err := reg.Named(named)
 		if err != nil {
 			return nil, fmt.Errorf("folder %s: %w", folder.Dir, err)
 		}

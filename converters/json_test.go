@@ -1,0 +1,118 @@
+package converters
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// jsonRowsReader produces a JSON array (or JSON Lines) of n objects on
+// demand, so a test reads a file far larger than it holds in memory.
+type jsonRowsReader struct {
+	n, next int
+	lines   bool
+	buf     []byte
+}
+
+func (r *jsonRowsReader) Read(p []byte) (int, error) {
+	for len(r.buf) < len(p) && r.next <= r.n {
+		switch {
+		case r.next == r.n && !r.lines:
+			r.buf = append(r.buf, "\n]\n"...)
+		case r.next == r.n:
+		default:
+			sep := ",\n"
+			if r.next == 0 {
+				sep = "[\n"
+			}
+			if r.lines {
+				sep = ""
+			}
+			r.buf = fmt.Appendf(r.buf, `%s{"host":"acme","name":"job-%d","topic":"jobs","frequency":{"timeUnit":"MINUTES","time":5},"start":1772348400000,"data":{"owner":"team-%d"}}`, sep, r.next, r.next%7)
+			if r.lines {
+				r.buf = append(r.buf, '\n')
+			}
+		}
+		r.next++
+	}
+	if len(r.buf) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[:copy(r.buf, r.buf[n:])]
+	return n, nil
+}
+
+func TestJSONStreams(t *testing.T) {
+	rows := 100_000 // about 16 MB of JSON
+	if testing.Short() {
+		rows = 50_000
+	}
+	for _, lines := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lines=%v", lines), func(t *testing.T) {
+			var heapMid uint64
+			seen := 0
+			err := JSON{}.ConvertReader(context.Background(), "big.json", &jsonRowsReader{n: rows, lines: lines}, Options{}, func(r Row) error {
+				if r.Err != nil {
+					return r.Err
+				}
+				if want := fmt.Sprintf("job-%d", seen); r.Def.Name != want || r.Line != seen+1 {
+					return fmt.Errorf("got %s at row %d, want %s at row %d", r.Def.Name, r.Line, want, seen+1)
+				}
+				seen++
+				if seen == rows/2 {
+					runtime.GC()
+					var m runtime.MemStats
+					runtime.ReadMemStats(&m)
+					heapMid = m.HeapAlloc
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen != rows {
+				t.Fatalf("emitted %d rows, want %d", seen, rows)
+			}
+			t.Logf("heap half-way through %d objects: %d KiB", rows, heapMid>>10)
+			if heapMid > 4<<20 {
+				t.Errorf("heap half-way through the file = %d MiB; the file is not streamed", heapMid>>20)
+			}
+		})
+	}
+}
+
+func TestJSONRecordTooLong(t *testing.T) {
+	big := strings.Repeat("x", 2<<20)
+	for name, in := range map[string]string{
+		"array": `[{"host":"acme","name":"` + big + `"}]`,
+		"lines": `{"host":"acme","name":"` + big + `"}` + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := JSON{}.ConvertReader(context.Background(), "big.json", strings.NewReader(in), Options{}, func(Row) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "is longer than 1048576 bytes") {
+				t.Fatalf("got %v, want an error about the object's length", err)
+			}
+		})
+	}
+}
+
+func FuzzJSON(f *testing.F) {
+	f.Add([]byte(`[{"host":"acme","name":"a","topic":"t","frequency":{"timeUnit":"MINUTES","time":5},"data":{"k":"v"}}]`))
+	f.Add([]byte("{\"host\":\"a\",\"name\":\"b\",\"topic\":\"t\",\"window\":{\"from\":\"08:00\",\"to\":\"09:00\"}}\n{\n[1]\n"))
+	f.Add([]byte(`[1, "x", null, {"name": null, "start": 1e400}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		prev := 0
+		_ = JSON{MaxRecordBytes: 4096}.ConvertReader(context.Background(), "fuzz.json", bytes.NewReader(b), Options{}, func(r Row) error {
+			if err := checkRow("fuzz.json", prev, r); err != nil {
+				t.Fatal(err)
+			}
+			prev = r.Line
+			return nil
+		})
+	})
+}
