@@ -103,7 +103,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	}
 	var folders []watcher.Folder
 	for _, f := range cfg.Watch {
-		folders = append(folders, watcher.Folder{Dir: f.Dir})
+		folders = append(folders, watcher.Folder{
+			Dir: f.Dir, Poll: f.Poll, PollInterval: f.PollInterval, MinAge: f.MinAge, DoneMarker: f.DoneMarker,
+		})
 	}
 	wat, err := watcher.New(watcher.Config{
 		Folders:       folders,

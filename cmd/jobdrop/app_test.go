@@ -38,8 +38,15 @@ type instance struct {
 // given (so that they outlive the run).
 func startInstance(t *testing.T, brokers ...string) *instance {
 	t.Helper()
+	return startInstanceEnv(t, nil, brokers...)
+}
+
+// startInstanceEnv is startInstance with more JOBDROP_ variables, which
+// override the test's own (JOBDROP_WATCH_0_DIR to share a folder, say).
+func startInstanceEnv(t *testing.T, env []string, brokers ...string) *instance {
+	t.Helper()
 	dir := t.TempDir()
-	cfg, err := loadConfig("", []string{
+	cfg, err := loadConfig("", append([]string{
 		"JOBDROP_KAFKA_BROKERS=" + strings.Join(brokers, ","),
 		"JOBDROP_DATA_DIR=" + filepath.Join(dir, "data"),
 		"JOBDROP_NODE=test",
@@ -48,7 +55,7 @@ func startInstance(t *testing.T, brokers ...string) *instance {
 		"JOBDROP_WATCH_0_DIR=" + filepath.Join(dir, "inbox"),
 		"JOBDROP_WATCHER_STABLE_CHECKS=1",
 		"JOBDROP_WATCHER_CHECK_INTERVAL=20ms",
-	})
+	}, env...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"reflect"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
@@ -44,8 +46,34 @@ type Folder struct {
 	Dir string `yaml:"dir"`
 	// Converter forces one converter for every file; empty picks one by
 	// file name.
-	Converter          string `yaml:"converter"`
+	Converter string `yaml:"converter"`
+	// Patterns pick the converter by file name, tried in order before the
+	// converters' own patterns.
+	Patterns []Pattern `yaml:"patterns"`
+	// Policy is what becomes of a file with invalid rows: "reject" (the
+	// default) or "good-rows".
+	Policy injector.Policy `yaml:"policy"`
+	// MaxFileBytes rejects larger files unread. 0: 1 GiB; -1: no limit.
+	MaxFileBytes int64 `yaml:"max_file_bytes"`
+	// Poll scans the folder every PollInterval instead of waiting for
+	// file system events, which network shares never send.
+	Poll         bool          `yaml:"poll"`
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// MinAge holds a file back until its modification time is this old.
+	MinAge time.Duration `yaml:"min_age"`
+	// DoneMarker takes NAME only once NAME.done exists; the marker is
+	// removed after the file is handled.
+	DoneMarker         bool `yaml:"done_marker"`
 	converters.Options `yaml:",inline"`
+}
+
+// Pattern maps file names to a converter.
+type Pattern struct {
+	// Pattern is matched against the file's base name, ignoring case, with
+	// path.Match syntax: "*.txt", "export-??.dat".
+	Pattern string `yaml:"pattern"`
+	// Converter is the registered name of the converter ("csv", …).
+	Converter string `yaml:"converter"`
 }
 
 // WatcherConfig tunes how files are detected.
@@ -132,6 +160,7 @@ func (c Config) validate() error {
 		if _, err := f.Defaults.Location(); err != nil {
 			errs = append(errs, fmt.Errorf("watch[%d].defaults.%w", i, err))
 		}
+		errs = append(errs, f.validate(fmt.Sprintf("watch[%d]", i)))
 		if err := f.Options.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("watch[%d].%w", i, err))
 		}
@@ -141,6 +170,41 @@ func (c Config) validate() error {
 	}
 	if !slices.Contains([]string{"", "text", "json"}, c.Log.Format) {
 		errs = append(errs, fmt.Errorf("log.format: %q is not text or json", c.Log.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks the folder's file handling options; at names the folder
+// in messages.
+func (f Folder) validate(at string) error {
+	var errs []error
+	reg := newRegistry()
+	if f.Converter != "" {
+		if _, err := reg.Named(f.Converter); err != nil {
+			errs = append(errs, fmt.Errorf("%s.converter: %w", at, err))
+		}
+	}
+	for j, p := range f.Patterns {
+		if strings.TrimSpace(p.Pattern) == "" {
+			errs = append(errs, fmt.Errorf("%s.patterns[%d].pattern: must not be empty", at, j))
+		} else if _, err := path.Match(p.Pattern, ""); err != nil {
+			errs = append(errs, fmt.Errorf("%s.patterns[%d].pattern: %q: %w", at, j, p.Pattern, err))
+		}
+		if _, err := reg.Named(p.Converter); err != nil {
+			errs = append(errs, fmt.Errorf("%s.patterns[%d].converter: %w", at, j, err))
+		}
+	}
+	if !f.Policy.Valid() {
+		errs = append(errs, fmt.Errorf("%s.policy: %q is not %s or %s", at, f.Policy, injector.PolicyReject, injector.PolicyGoodRows))
+	}
+	if f.MaxFileBytes < -1 {
+		errs = append(errs, fmt.Errorf("%s.max_file_bytes: %d: want a number of bytes, 0 for 1 GiB or -1 for no limit", at, f.MaxFileBytes))
+	}
+	if f.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("%s.poll_interval: %s: must not be negative", at, f.PollInterval))
+	}
+	if f.MinAge < 0 {
+		errs = append(errs, fmt.Errorf("%s.min_age: %s: must not be negative", at, f.MinAge))
 	}
 	return errors.Join(errs...)
 }

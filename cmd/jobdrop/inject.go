@@ -48,12 +48,15 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		return err
 	}
 	defer inj.Close()
-	res, err := inj.Inject(ctx, injector.File{Path: path, Folder: dir}, conv, folder.Options)
+	res, err := inj.Inject(ctx, folder.file(path, "", dir), conv, folder.Options)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError(1)
 	}
-	fmt.Fprintf(stdout, "%s: %s, %d rows, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.ID)
+	if res.Report != nil {
+		fmt.Fprintln(stderr, res.Report)
+	}
+	fmt.Fprintf(stdout, "%s: %s, %d rows, %d rejected, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.Rejected, res.Batch.ID)
 	return nil
 }
 
