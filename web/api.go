@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
@@ -47,18 +48,12 @@ func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	status, err := taskStatusParam(r)
+	f, _, err := taskFilterParam(r, limit)
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	q := r.URL.Query()
-	tasks, err := s.src.Tasks(r.Context(), storetype.TaskFilter{
-		Status: status,
-		Batch:  q.Get("file"),
-		Host:   q.Get("host"),
-		Limit:  limit,
-	})
+	tasks, err := s.src.Tasks(r.Context(), f)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -100,7 +95,13 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	events, err := s.src.RecentAudit(r.Context(), limit)
+	f, err := auditFilterParam(r.URL.Query())
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	f.Limit = limit
+	events, err := s.src.Audit(r.Context(), f)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -114,4 +115,13 @@ func nonNil[T any](v []T) []T {
 		return []T{}
 	}
 	return v
+}
+
+func (s *Server) apiActivity(w http.ResponseWriter, r *http.Request) {
+	a, err := s.src.ActivitySince(r.Context(), s.now().Add(-time.Hour))
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, a)
 }

@@ -15,6 +15,8 @@ type dashboardModel struct {
 	Files      []storetype.Batch
 	Tasks      []storetype.Task
 	Executions []storetype.Execution
+	Hour       storetype.Activity
+	Folders    []string
 }
 
 type dashboardHandler struct{ s *Server }
@@ -23,8 +25,12 @@ type dashboardHandler struct{ s *Server }
 func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	limit := min(h.s.cfg.ListLimit, 20)
-	m := dashboardModel{Now: h.s.cfg.Now().UTC()}
+	m := dashboardModel{Now: h.s.now(), Folders: h.s.cfg.Folders}
 	var err error
+	if m.Hour, err = h.s.src.ActivitySince(ctx, m.Now.Add(-time.Hour)); err != nil {
+		h.s.fail(w, r, err)
+		return
+	}
 	if m.Summary, err = h.s.src.Summary(ctx); err != nil {
 		h.s.fail(w, r, err)
 		return

@@ -11,5 +11,5 @@ func (h executionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	h.s.page(w, r, http.StatusOK, "Executions", "executions", executionsView(executions))
+	h.s.page(w, r, http.StatusOK, "Executions", "executions", executionsView(h.s.now(), executions))
 }

@@ -8,9 +8,13 @@ package web
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/jobdrop/jobdrop/internal/store/storetype"
+import (
+	"time"
 
-func executionsView(executions []storetype.Execution) templ.Component {
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+)
+
+func executionsView(now time.Time, executions []storetype.Execution) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -35,7 +39,7 @@ func executionsView(executions []storetype.Execution) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = executionTable(executions).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = executionTable(now, executions).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -22,10 +22,12 @@ func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fileModel is one file's page: the file, the tasks it defines and its
 // audit trail.
 type fileModel struct {
-	Now   time.Time
-	File  storetype.Batch
-	Tasks []storetype.Task
-	Audit []storetype.AuditEvent
+	Now        time.Time
+	File       storetype.Batch
+	Tasks      []storetype.Task
+	Audit      []storetype.AuditEvent
+	CanOperate bool
+	Back       string
 }
 
 type fileHandler struct{ s *Server }
@@ -33,7 +35,7 @@ type fileHandler struct{ s *Server }
 // ServeHTTP renders the page of the file /files/{id}.
 func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	m := fileModel{Now: h.s.cfg.Now().UTC()}
+	m := fileModel{Now: h.s.now(), CanOperate: h.s.canOperate(r), Back: r.URL.RequestURI()}
 	var err error
 	if m.File, err = h.s.src.BatchByID(ctx, r.PathValue("id")); err != nil {
 		h.s.fail(w, r, err)

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -93,4 +95,51 @@ func prettyJSON(s string) string {
 		return s
 	}
 	return buf.String()
+}
+
+// orAll names the empty filter value.
+func orAll(s string) string {
+	if s == "" {
+		return "all"
+	}
+	return s
+}
+
+// actionURL is the API route that applies verb to one task.
+func actionURL(key, verb string) string {
+	return "/api" + taskURL(key) + "/" + verb
+}
+
+// bulkURL is the API route that applies verb to every active task of a
+// file or host.
+func bulkURL(verb string, f storetype.TaskFilter) string {
+	q := url.Values{}
+	if f.Batch != "" {
+		q.Set("file", f.Batch)
+	} else {
+		q.Set("host", f.Host)
+	}
+	return "/api/tasks/" + verb + "?" + q.Encode()
+}
+
+// bulkNoun says what a bulk action applies to.
+func bulkNoun(f storetype.TaskFilter) string {
+	if f.Batch != "" {
+		return "file"
+	}
+	return "host"
+}
+
+// scheduleOf says in a few words when a definition fires.
+func scheduleOf(d *task.Definition) string {
+	switch {
+	case d.Cron != "":
+		if d.Timezone != "" {
+			return "cron " + d.Cron + " (" + d.Timezone + ")"
+		}
+		return "cron " + d.Cron
+	case d.Frequency != nil:
+		return "every " + strconv.Itoa(int(d.Frequency.Time)) + " " + strings.ToLower(string(d.Frequency.TimeUnit))
+	}
+	return "once"
 }

@@ -196,3 +196,21 @@ func linkTo(t *testing.T, n *html.Node, label string) string {
 	t.Fatalf("no link %q in %q", label, text(n))
 	return ""
 }
+
+// onlyStaticScripts fails unless every script element loads a file from
+// /static/ and holds no code of its own: the page runs nothing the data
+// put there.
+func onlyStaticScripts(t *testing.T, doc *html.Node) {
+	t.Helper()
+	for _, n := range findAll(doc, element("script")) {
+		src := ""
+		for _, a := range n.Attr {
+			if a.Key == "src" {
+				src = a.Val
+			}
+		}
+		if !strings.HasPrefix(src, "/static/") || n.FirstChild != nil {
+			t.Errorf("script element with src %q and content %v", src, n.FirstChild != nil)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/task"
 )
 
 //go:embed static
@@ -35,6 +36,11 @@ type Source interface {
 	ExecutionsByTask(ctx context.Context, key string, limit int) ([]storetype.Execution, error)
 	RecentAudit(ctx context.Context, limit int) ([]storetype.AuditEvent, error)
 	AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error)
+	ExecutionByFireID(ctx context.Context, fireID string) (storetype.Execution, error)
+	Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype.AuditEvent, error)
+	EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error
+	AuditActions(ctx context.Context) ([]string, error)
+	ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error)
 }
 
 // Config tunes the console.
@@ -48,7 +54,37 @@ type Config struct {
 	// Now is the clock relative times ("in 4m") are counted from.
 	// Defaults to time.Now.
 	Now func() time.Time
+	// Commander carries every write to Kafka. Nil makes the console
+	// read-only: writes answer 503.
+	Commander Commander
+	// Users are the local accounts. Required unless Anonymous is set.
+	Users []User
+	// Anonymous lets everyone in as an admin named "local"; only for a
+	// console listening on a loopback address. Not with Users.
+	Anonymous bool
+	// SecureCookies marks the session cookie Secure, for a console
+	// served over TLS.
+	SecureCookies bool
+	// Changes returns a channel closed at the next change of the data:
+	// open pages refresh when it closes. Nil: pages do not refresh.
+	Changes func() <-chan struct{}
+	// Folders are the watched folders; originals and error reports are
+	// downloaded from their archive/ and failed/ subfolders only.
+	Folders []string
+	// UploadDir is where uploaded files are dropped, atomically, for the
+	// watcher to inject. Empty: no upload.
+	UploadDir string
+	// Preview converts a file without injecting it, for the upload's
+	// dry run, calling emit for every row. Nil: no dry run.
+	Preview Preview
+	// PreviewFires is how many next fires a dry run and a task page
+	// show. Defaults to 5.
+	PreviewFires int
 }
+
+// Preview converts the file at path, dropped as name, calling emit with
+// every row's line, definition and error (nil for a valid row).
+type Preview func(ctx context.Context, name, path string, emit func(line int, def task.Definition, err error) error) error
 
 // maxListLimit is the largest list the store answers.
 const maxListLimit = 1000
@@ -57,6 +93,9 @@ const maxListLimit = 1000
 type Server struct {
 	cfg     Config
 	src     Source
+	cmd     Commander
+	auth    *auth
+	events  *events
 	log     *slog.Logger
 	handler http.Handler
 }
@@ -83,7 +122,18 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, src: src, log: log.With("component", "console")}
+	if cfg.PreviewFires <= 0 {
+		cfg.PreviewFires = 5
+	}
+	if len(cfg.Users) == 0 && !cfg.Anonymous {
+		// The zero Config keeps serving tests and tools on loopback.
+		cfg.Anonymous = true
+	}
+	a, err := newAuth(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("new console: %w", err)
+	}
+	s := &Server{cfg: cfg, src: src, cmd: cfg.Commander, auth: a, events: newEvents(cfg.Changes), log: log.With("component", "console")}
 	static, err := fs.Sub(staticFiles, "static")
 	if err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
@@ -106,24 +156,41 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /api/tasks/{key...}", s.apiTask)
 	mux.HandleFunc("GET /api/executions", s.apiExecutions)
 	mux.HandleFunc("GET /api/audit", s.apiAudit)
+	mux.HandleFunc("GET /login", s.loginForm)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("POST /logout", s.logout)
+	mux.HandleFunc("GET /events", s.serveEvents)
+	mux.HandleFunc("GET /audit/export.csv", s.exportAuditCSV)
+	mux.HandleFunc("GET /audit/export.xlsx", s.exportAuditXLSX)
+	mux.HandleFunc("GET /files/{id}/original", s.downloadOriginal)
+	mux.HandleFunc("GET /files/{id}/errors.txt", s.downloadErrors)
+	mux.HandleFunc("GET /upload", s.uploadForm)
+	mux.HandleFunc("POST /upload", s.upload)
+
+	mux.HandleFunc("GET /schedulers", s.getSchedulers)
+	mux.HandleFunc("POST /schedulers", s.postScheduler)
+	mux.HandleFunc("POST /api/tasks/{rest...}", s.postTasks)
+	mux.HandleFunc("DELETE /api/tasks/{key...}", s.deleteTask)
+	mux.HandleFunc("POST /api/executions/{fireId}/status", s.postStatus)
+	mux.HandleFunc("GET /api/activity", s.apiActivity)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
 	})
 	mux.Handle("GET /", notFoundHandler{s})
 
-	s.handler = secureHeaders(mux)
+	s.handler = secureHeaders(s.crossOrigin(s.requireLogin(mux)))
 	return s, nil
 }
 
 // Handler serves every route of the console and the API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// secureHeaders forbids what the console never needs: scripts, framing,
-// content sniffing, resources from elsewhere.
+// secureHeaders forbids what the console never needs: inline or foreign
+// scripts, framing, content sniffing, resources from elsewhere.
 func secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		next.ServeHTTP(w, r)
@@ -134,7 +201,11 @@ func secureHeaders(next http.Handler) http.Handler {
 // a failure yields a clean error page, not half a page.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title string, nav string, view templ.Component) {
 	var buf bytes.Buffer
-	if err := layout(s.cfg.Title, title, nav, view).Render(r.Context(), &buf); err != nil {
+	live := ""
+	if r.Method == http.MethodGet && status == http.StatusOK && nav != "" && nav != "upload" && s.cfg.Changes != nil {
+		live = r.URL.RequestURI()
+	}
+	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, view).Render(r.Context(), &buf); err != nil {
 		s.log.Error("render page", "path", r.URL.Path, "error", err)
 		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
 		return

@@ -16,11 +16,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/internal/store"
+	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
 )
@@ -116,7 +118,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err != nil {
 		return err
 	}
-	console, err := web.New(web.Config{}, st, log)
+	console, err := web.New(consoleConfig(cfg, inj, rec, h.clock.Now), st, log)
 	if err != nil {
 		return err
 	}
@@ -189,4 +191,38 @@ func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Record
 		return fmt.Errorf("audit start: %w", err)
 	}
 	return rec.WaitAudit(ctx, a.ID)
+}
+
+// consoleConfig wires the console: writes through the injector, live
+// updates from the recorder, uploads into the first watched folder.
+func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now func() time.Time) web.Config {
+	wc := web.Config{
+		Commander:     inj,
+		Anonymous:     len(cfg.Console.Users) == 0,
+		SecureCookies: cfg.Console.SecureCookies,
+		Changes:       rec.Applied,
+		Now:           now,
+	}
+	for _, u := range cfg.Console.Users {
+		role, _ := web.ParseRole(u.Role) // validated with the config
+		wc.Users = append(wc.Users, web.User{Name: u.Name, PasswordHash: u.PasswordHash, Role: role})
+	}
+	for _, f := range cfg.Watch {
+		wc.Folders = append(wc.Folders, f.Dir)
+	}
+	if len(cfg.Watch) > 0 {
+		folder := cfg.Watch[0]
+		wc.UploadDir = folder.Dir
+		reg := newRegistry()
+		wc.Preview = func(ctx context.Context, name, path string, emit func(int, task.Definition, error) error) error {
+			conv, err := converterFor(reg, folder, name)
+			if err != nil {
+				return err
+			}
+			return conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+				return emit(r.Line, r.Def, r.Err)
+			})
+		}
+	}
+	return wc
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/web"
 )
 
 // Config is the whole configuration file; samples/jobdrop.yaml documents
@@ -39,6 +41,37 @@ type Config struct {
 // ConsoleConfig configures the web console.
 type ConsoleConfig struct {
 	Listen string `yaml:"listen"`
+	// Users are the local accounts of the console and the API. None: a
+	// console on a loopback address is open to everyone as admin "local";
+	// on any other address jobdrop refuses to start.
+	Users []ConsoleUser `yaml:"users"`
+	// SecureCookies marks the session cookie Secure: set it when the
+	// console is reached over HTTPS (through a TLS proxy).
+	SecureCookies bool `yaml:"secure_cookies"`
+}
+
+// ConsoleUser is one local account.
+type ConsoleUser struct {
+	Name string `yaml:"name"`
+	// PasswordHash is a bcrypt hash: `jobdrop hash-password`, or
+	// htpasswd -bnBC 10 "" PASSWORD | tr -d ':\n'.
+	PasswordHash string `yaml:"password_hash"`
+	// Role is viewer, operator or admin.
+	Role string `yaml:"role"`
+}
+
+// loopback reports whether a listen address only takes local
+// connections.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Folder is one watched folder.
@@ -146,6 +179,16 @@ func (c Config) validate() error {
 	}
 	if c.Console.Listen == "" {
 		errs = append(errs, errors.New("console.listen: must not be empty"))
+	} else if len(c.Console.Users) == 0 && !loopback(c.Console.Listen) {
+		errs = append(errs, fmt.Errorf("console.listen: %s is reachable from other machines and console.users is empty: add users (name, password_hash, role) or listen on 127.0.0.1", c.Console.Listen))
+	}
+	for i, u := range c.Console.Users {
+		if _, err := web.ParseRole(u.Role); err != nil {
+			errs = append(errs, fmt.Errorf("console.users[%d].role: %w", i, err))
+		}
+		if u.Name == "" || u.PasswordHash == "" {
+			errs = append(errs, fmt.Errorf("console.users[%d]: name and password_hash are required", i))
+		}
 	}
 	errs = append(errs, c.Kafka.Validate())
 	seen := map[string]bool{}

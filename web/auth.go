@@ -1,0 +1,321 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// Role says what a user may do.
+type Role int
+
+// The roles, each allowed what the one before is and more.
+const (
+	// Viewer reads every page and the API.
+	Viewer Role = iota + 1
+	// Operator also pauses, resumes, triggers and deletes tasks, uploads
+	// files and reports execution status.
+	Operator
+	// Admin also creates and replaces task definitions.
+	Admin
+)
+
+// ParseRole reads "viewer", "operator" or "admin".
+func ParseRole(s string) (Role, error) {
+	switch s {
+	case "viewer":
+		return Viewer, nil
+	case "operator":
+		return Operator, nil
+	case "admin":
+		return Admin, nil
+	}
+	return 0, fmt.Errorf("role %q: want viewer, operator or admin", s)
+}
+
+// String is the role's name as configured.
+func (r Role) String() string {
+	switch r {
+	case Viewer:
+		return "viewer"
+	case Operator:
+		return "operator"
+	case Admin:
+		return "admin"
+	}
+	return "none"
+}
+
+// User is one local account.
+type User struct {
+	Name string
+	// PasswordHash is the bcrypt hash of the password.
+	PasswordHash string
+	Role         Role
+}
+
+// principal is who makes a request.
+type principal struct {
+	Name string
+	Role Role
+}
+
+type principalKey struct{}
+
+// who returns the principal of an authenticated request.
+func who(ctx context.Context) principal {
+	p, _ := ctx.Value(principalKey{}).(principal)
+	return p
+}
+
+// sessionCookie names the console's session cookie.
+const sessionCookie = "jobdrop_session"
+
+// sessionTTL is how long a login lasts.
+const sessionTTL = 12 * time.Hour
+
+type session struct {
+	user    string
+	expires time.Time
+}
+
+// auth checks passwords and keeps sessions in memory: a restart logs
+// everyone out, which is the safe side.
+type auth struct {
+	users     map[string]User
+	anonymous bool
+	secure    bool
+	now       func() time.Time
+	// dummy is compared against when the user is unknown, so a login
+	// takes as long whether or not the name exists.
+	dummy []byte
+
+	mu       sync.Mutex
+	sessions map[string]session
+}
+
+func newAuth(cfg Config) (*auth, error) {
+	a := &auth{users: map[string]User{}, anonymous: cfg.Anonymous, secure: cfg.SecureCookies, now: cfg.Now, sessions: map[string]session{}}
+	for i, u := range cfg.Users {
+		if u.Name == "" {
+			return nil, fmt.Errorf("users[%d]: empty name", i)
+		}
+		if _, dup := a.users[u.Name]; dup {
+			return nil, fmt.Errorf("users[%d]: %s is listed twice", i, u.Name)
+		}
+		if _, err := bcrypt.Cost([]byte(u.PasswordHash)); err != nil {
+			return nil, fmt.Errorf("users[%d] %s: password_hash is not a bcrypt hash: %w", i, u.Name, err)
+		}
+		if u.Role < Viewer || u.Role > Admin {
+			return nil, fmt.Errorf("users[%d] %s: no role", i, u.Name)
+		}
+		a.users[u.Name] = u
+	}
+	if len(a.users) == 0 && !a.anonymous {
+		return nil, errors.New("no users configured and anonymous access not allowed")
+	}
+	if len(a.users) > 0 && a.anonymous {
+		return nil, errors.New("users configured: anonymous access must be off")
+	}
+	a.dummy, _ = bcrypt.GenerateFromPassword([]byte("dummy"), bcrypt.MinCost)
+	return a, nil
+}
+
+// check returns the user when the password matches.
+func (a *auth) check(name, password string) (User, bool) {
+	u, ok := a.users[name]
+	hash := []byte(u.PasswordHash)
+	if !ok {
+		hash = a.dummy
+	}
+	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
+	return u, ok && err == nil
+}
+
+func (a *auth) newSession(user string) string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := hex.EncodeToString(b)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	for t, s := range a.sessions {
+		if now.After(s.expires) {
+			delete(a.sessions, t)
+		}
+	}
+	a.sessions[tok] = session{user: user, expires: now.Add(sessionTTL)}
+	return tok
+}
+
+func (a *auth) endSession(tok string) {
+	a.mu.Lock()
+	delete(a.sessions, tok)
+	a.mu.Unlock()
+}
+
+// identify finds who makes the request: anyone, when anonymous access is
+// on; else a session cookie or HTTP basic credentials.
+func (a *auth) identify(r *http.Request) (principal, bool) {
+	if a.anonymous {
+		return principal{Name: "local", Role: Admin}, true
+	}
+	if c, err := r.Cookie(sessionCookie); err == nil && c.Value != "" {
+		a.mu.Lock()
+		s, ok := a.sessions[c.Value]
+		a.mu.Unlock()
+		if ok && a.now().Before(s.expires) {
+			if u, ok := a.users[s.user]; ok {
+				return principal{Name: u.Name, Role: u.Role}, true
+			}
+		}
+	}
+	if name, pw, ok := r.BasicAuth(); ok {
+		if u, ok := a.check(name, pw); ok {
+			return principal{Name: u.Name, Role: u.Role}, true
+		}
+	}
+	return principal{}, false
+}
+
+// isAPI reports whether a path answers JSON rather than pages.
+func isAPI(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/schedulers"
+}
+
+// requireLogin lets authenticated requests through with their principal
+// in the context; others go to the login page (pages) or get 401 (API).
+func (s *Server) requireLogin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, ok := s.auth.identify(r)
+		if !ok {
+			if isAPI(r.URL.Path) || r.Method != http.MethodGet {
+				w.Header().Set("WWW-Authenticate", `Basic realm="jobdrop", charset="UTF-8"`)
+				s.writeJSONError(w, http.StatusUnauthorized, "log in: HTTP basic credentials of a console user")
+				return
+			}
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// allow reports whether the request's principal has role; when not, it
+// answers 403 and audits the refusal.
+func (s *Server) allow(w http.ResponseWriter, r *http.Request, role Role) bool {
+	p := who(r.Context())
+	if p.Role >= role {
+		return true
+	}
+	s.refuse(w, r, p.Name, fmt.Sprintf("role %s may not do this; it takes %s", p.Role, role))
+	return false
+}
+
+// refuse answers 403 and writes the refusal to the audit trail.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, actor, reason string) {
+	if actor == "" {
+		actor = "anonymous"
+	}
+	if s.cmd != nil {
+		now := s.cfg.Now()
+		err := s.cmd.Audit(context.WithoutCancel(r.Context()), record.Audit{
+			ID:      "access.denied:" + strconv.FormatInt(now.UnixNano(), 36) + ":" + randomID(),
+			At:      now.UnixMilli(),
+			Actor:   actor,
+			Action:  "access.denied",
+			Object:  r.Method + " " + r.URL.Path,
+			Outcome: record.OutcomeRejected,
+			Detail:  reason,
+		})
+		if err != nil {
+			s.log.Error("audit refused request", "path", r.URL.Path, "error", err)
+		}
+	}
+	s.log.Warn("request refused", "actor", actor, "method", r.Method, "path", r.URL.Path, "reason", reason)
+	if isAPI(r.URL.Path) || !acceptsHTML(r) {
+		s.writeJSONError(w, http.StatusForbidden, "forbidden: "+reason)
+		return
+	}
+	s.page(w, r, http.StatusForbidden, "Forbidden", "", messageView("Forbidden", reason))
+}
+
+func acceptsHTML(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// crossOrigin refuses every unsafe cross-origin request, browsers' form
+// posts and scripts alike, and audits the refusal. Clients that are no
+// browser (curl, workers) send neither Origin nor Sec-Fetch-Site and pass.
+func (s *Server) crossOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := s.auth.identify(r)
+		s.refuse(w, r, p.Name, "cross-origin request (Origin "+strconv.Quote(r.Header.Get("Origin"))+")")
+	}))
+	return cop.Handler(next)
+}
+
+// loginHandler shows and checks the login form.
+func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
+	s.page(w, r, http.StatusOK, "Log in", "", loginView(safeNext(r.URL.Query().Get("next")), ""))
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.FormValue("next"))
+	if s.auth.anonymous {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	u, ok := s.auth.check(r.PostFormValue("user"), r.PostFormValue("password"))
+	if !ok {
+		s.page(w, r, http.StatusUnauthorized, "Log in", "", loginView(next, "Unknown user or wrong password."))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookie, Value: s.auth.newSession(u.Name), Path: "/",
+		MaxAge: int(sessionTTL / time.Second), HttpOnly: true, Secure: s.auth.secure, SameSite: http.SameSiteLaxMode,
+	})
+	s.log.Info("logged in", "user", u.Name)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.auth.endSession(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, Secure: s.auth.secure, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target on this site: a path, never
+// "//host" or a full URL.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}

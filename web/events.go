@@ -1,0 +1,76 @@
+package web
+
+import (
+	"net/http"
+
+	"time"
+)
+
+// events fans the store's changes out to open pages. One goroutine per
+// stream waits on the shared change channel; nothing runs while no page is
+// open.
+type events struct {
+	changes func() <-chan struct{}
+}
+
+func newEvents(changes func() <-chan struct{}) *events {
+	return &events{changes: changes}
+}
+
+// keepAlive is how often an idle stream sends a comment, so proxies keep
+// it open.
+const keepAlive = 25 * time.Second
+
+// coalesce is the shortest gap between two change events of one stream:
+// a burst of commits refreshes a page once, not a hundred times.
+const coalesce = 200 * time.Millisecond
+
+// serveEvents is /events: a server-sent event stream that says "changed"
+// after every commit the recorder applies.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	if s.events.changes == nil {
+		http.Error(w, "no live updates", http.StatusNotFound)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte("retry: 1000\n\n")); err != nil {
+		return
+	}
+	rc.Flush()
+	ping := time.NewTicker(keepAlive)
+	defer ping.Stop()
+	var last time.Time
+	for {
+		changed := s.events.changes()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ping.C:
+			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
+				return
+			}
+		case <-changed:
+			if wait := coalesce - time.Since(last); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-r.Context().Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+			last = time.Now()
+			if _, err := w.Write([]byte("event: changed\ndata: {}\n\n")); err != nil {
+				return
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,244 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// maxUpload bounds an uploaded file.
+const maxUpload = 64 << 20
+
+// plainName reports whether name is a bare file name, safe to join to a
+// folder: no separator, not "." or "..", not hidden.
+func plainName(name string) bool {
+	return name != "" && name == filepath.Base(name) && !strings.ContainsAny(name, `/\`+"\x00") &&
+		!strings.HasPrefix(name, ".") && len(name) <= 255
+}
+
+// watchedFolder returns the configured folder dir names, if any.
+func (s *Server) watchedFolder(dir string) (string, bool) {
+	for _, f := range s.cfg.Folders {
+		if filepath.Clean(f) == filepath.Clean(dir) {
+			return f, true
+		}
+	}
+	return "", false
+}
+
+// openKept opens name in the archive/ or failed/ subfolder of the file's
+// watched folder. os.Root keeps the lookup inside the folder whatever the
+// name holds.
+func (s *Server) openKept(b storetype.Batch, name string) (*os.File, error) {
+	dir, ok := s.watchedFolder(b.Folder)
+	if !ok || !plainName(b.File) || !plainName(name) {
+		return nil, fs.ErrNotExist
+	}
+	subs := []string{"archive", "failed"}
+	if b.Status == storetype.BatchRejected {
+		subs = []string{"failed", "archive"}
+	}
+	for _, sub := range subs {
+		root, err := os.OpenRoot(filepath.Join(dir, sub))
+		if err != nil {
+			continue
+		}
+		f, err := root.Open(name)
+		root.Close()
+		if err == nil {
+			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+				return f, nil
+			}
+			f.Close()
+		}
+	}
+	return nil, fs.ErrNotExist
+}
+
+func (s *Server) download(w http.ResponseWriter, r *http.Request, name func(storetype.Batch) string, ctype string) {
+	b, err := s.src.BatchByID(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f, err := s.openKept(b, name(b))
+	if err != nil {
+		s.page(w, r, http.StatusNotFound, "Not found", "files", messageView("Not kept", "The file is no longer in its folder's archive/ or failed/ subfolder."))
+		return
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name(b)}))
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	http.ServeContent(w, r, "", st.ModTime(), f)
+}
+
+// downloadOriginal serves the file as it was dropped.
+func (s *Server) downloadOriginal(w http.ResponseWriter, r *http.Request) {
+	s.download(w, r, func(b storetype.Batch) string { return b.File }, "application/octet-stream")
+}
+
+// downloadErrors serves a rejected file's error report.
+func (s *Server) downloadErrors(w http.ResponseWriter, r *http.Request) {
+	s.download(w, r, func(b storetype.Batch) string { return b.File + ".errors.txt" }, "text/plain; charset=utf-8")
+}
+
+// previewRow is one row of an upload's dry run.
+type previewRow struct {
+	Line      int
+	Key       string
+	Action    string
+	Topic     string
+	Schedule  string
+	NextFires []time.Time
+	Err       string
+}
+
+// uploadModel is the upload page: the form and, after a dry run, what the
+// file would create.
+type uploadModel struct {
+	Enabled  bool
+	DryRun   bool
+	Name     string
+	Rows     []previewRow
+	Bad      int
+	Message  string
+	Problem  string
+	Previews bool
+}
+
+func (s *Server) uploadForm(w http.ResponseWriter, r *http.Request) {
+	s.page(w, r, http.StatusOK, "Upload", "upload", uploadView(uploadModel{Enabled: s.cfg.UploadDir != "", Previews: s.cfg.Preview != nil}))
+}
+
+// upload drops a file into the upload folder, where the watcher picks it
+// up like any other, or with dryrun=1 shows what it would create.
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, Operator) {
+		return
+	}
+	m := uploadModel{Enabled: s.cfg.UploadDir != "", Previews: s.cfg.Preview != nil}
+	if !m.Enabled {
+		s.page(w, r, http.StatusServiceUnavailable, "Upload", "upload", uploadView(m))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
+	file, hdr, err := r.FormFile("file")
+	if err != nil {
+		m.Problem = "Choose a file to upload (at most 64 MiB)."
+		s.page(w, r, http.StatusBadRequest, "Upload", "upload", uploadView(m))
+		return
+	}
+	defer file.Close()
+	m.Name = filepath.Base(strings.ReplaceAll(hdr.Filename, `\`, "/"))
+	if !plainName(m.Name) {
+		m.Problem = fmt.Sprintf("%q is not a usable file name.", hdr.Filename)
+		s.page(w, r, http.StatusBadRequest, "Upload", "upload", uploadView(m))
+		return
+	}
+	m.DryRun = r.FormValue("dryrun") != ""
+	tmp, err := s.stage(file)
+	if err != nil {
+		s.log.Error("stage upload", "file", m.Name, "error", err)
+		m.Problem = "The file could not be stored; see the server log."
+		s.page(w, r, http.StatusInternalServerError, "Upload", "upload", uploadView(m))
+		return
+	}
+	defer os.Remove(tmp)
+	if m.DryRun {
+		s.dryRun(r, tmp, &m)
+		s.page(w, r, http.StatusOK, "Upload", "upload", uploadView(m))
+		return
+	}
+	dest := filepath.Join(s.cfg.UploadDir, m.Name)
+	// Link fails when the name is taken: an upload never replaces a file
+	// waiting in the folder, and the watcher sees it appear whole.
+	if err := os.Link(tmp, dest); err != nil {
+		status := http.StatusInternalServerError
+		m.Problem = "The file could not be dropped into the folder; see the server log."
+		if errors.Is(err, fs.ErrExist) {
+			status, m.Problem = http.StatusConflict, "A file named "+m.Name+" is waiting in the folder already."
+		} else {
+			s.log.Error("drop upload", "file", m.Name, "error", err)
+		}
+		s.page(w, r, status, "Upload", "upload", uploadView(m))
+		return
+	}
+	s.log.Info("file uploaded", "file", m.Name, "user", who(r.Context()).Name)
+	http.Redirect(w, r, "/files?uploaded="+m.Name, http.StatusSeeOther)
+}
+
+// stage copies the upload to a hidden temporary file in the upload
+// folder, which the watcher ignores, so that the drop is one link.
+func (s *Server) stage(src io.Reader) (string, error) {
+	b := make([]byte, 8)
+	rand.Read(b)
+	tmp := filepath.Join(s.cfg.UploadDir, ".upload-"+hex.EncodeToString(b)+".part")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(f, src)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// maxPreviewRows bounds the rows a dry run lists.
+const maxPreviewRows = 500
+
+func (s *Server) dryRun(r *http.Request, path string, m *uploadModel) {
+	if s.cfg.Preview == nil {
+		m.Problem = "Dry runs are not available here."
+		return
+	}
+	now := s.now()
+	total := 0
+	err := s.cfg.Preview(r.Context(), m.Name, path, func(line int, d task.Definition, err error) error {
+		total++
+		if err != nil {
+			m.Bad++
+		}
+		if len(m.Rows) >= maxPreviewRows {
+			return nil
+		}
+		row := previewRow{Line: line, Key: d.Key(), Action: string(d.Action), Topic: d.Topic}
+		if err != nil {
+			row.Err = err.Error()
+		} else {
+			row.Schedule = scheduleOf(&d)
+			anchor := d.Anchor(now.UnixMilli())
+			for _, ms := range d.NextFires(anchor, max(anchor-1, now.UnixMilli()), s.cfg.PreviewFires) {
+				row.NextFires = append(row.NextFires, task.Time(ms))
+			}
+		}
+		m.Rows = append(m.Rows, row)
+		return nil
+	})
+	switch {
+	case err != nil:
+		m.Problem = err.Error()
+	case m.Bad > 0:
+		m.Problem = fmt.Sprintf("%d of %d rows are invalid: the file would be rejected whole.", m.Bad, total)
+	default:
+		m.Message = fmt.Sprintf("%d tasks would be created or changed. Nothing was injected.", total)
+	}
+}

@@ -1,0 +1,287 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// maxBody bounds a JSON request body.
+const maxBody = 1 << 20
+
+// actor names who sends a command: the logged-in user; with anonymous
+// access, "api" for API clients and "local" for the console.
+func actor(r *http.Request) string {
+	p := who(r.Context())
+	if p.Name == "local" && isAPI(r.URL.Path) && !isForm(r) {
+		return "api"
+	}
+	return p.Name
+}
+
+// isForm reports whether the request is a browser form post, answered
+// with a redirect rather than JSON.
+func isForm(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	return strings.HasPrefix(ct, "application/x-www-form-urlencoded") || strings.HasPrefix(ct, "multipart/form-data")
+}
+
+// fieldError is one invalid field, as the API reports it.
+type fieldError struct {
+	Field  string `json:"field"`
+	Value  string `json:"value,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// writeInvalid answers 400 naming every invalid field.
+func (s *Server) writeInvalid(w http.ResponseWriter, err error) {
+	var fields []fieldError
+	for _, fe := range task.FieldErrors(err) {
+		fields = append(fields, fieldError{Field: fe.Field, Value: fe.Value, Reason: fe.Reason})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(map[string]any{"error": "invalid task definition: " + strings.ReplaceAll(err.Error(), "\n", "; "), "fields": fields})
+}
+
+// sendFailed answers a command Kafka did not take.
+func (s *Server) sendFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return
+	}
+	s.log.Error("send command", "path", r.URL.Path, "error", err)
+	s.writeJSONError(w, http.StatusServiceUnavailable, "the command could not be committed to Kafka; see the server log")
+}
+
+// writable answers 503 when the console has no commander.
+func (s *Server) writable(w http.ResponseWriter) bool {
+	if s.cmd == nil {
+		s.writeJSONError(w, http.StatusServiceUnavailable, "this console is read-only")
+		return false
+	}
+	return true
+}
+
+// postScheduler is light-scheduler's POST /schedulers: one TaskDefinition
+// as JSON.
+func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, Admin) || !s.writable(w) {
+		return
+	}
+	var d task.Definition
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, "body: want one TaskDefinition as JSON: "+err.Error())
+		return
+	}
+	if dec.More() {
+		s.writeJSONError(w, http.StatusBadRequest, "body: want exactly one TaskDefinition")
+		return
+	}
+	if d.Action == "" {
+		d.Action = task.Insert
+	}
+	if err := d.Validate(); err != nil {
+		s.writeInvalid(w, err)
+		return
+	}
+	if err := s.cmd.Send(r.Context(), actor(r), d); err != nil {
+		s.sendFailed(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, d)
+}
+
+// getSchedulers is light-scheduler's GET /schedulers: the definitions of
+// the live tasks, optionally of one host, name or time unit.
+func (s *Server) getSchedulers(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	unit := q.Get("unit")
+	if unit != "" {
+		u, err := task.ParseTimeUnit(unit)
+		if err != nil {
+			s.writeJSONError(w, http.StatusBadRequest, "unit: "+err.Error())
+			return
+		}
+		unit = string(u)
+	}
+	tasks, err := s.src.Tasks(r.Context(), storetype.TaskFilter{Status: storetype.TaskActive, Host: q.Get("host"), Name: q.Get("name"), Limit: maxListLimit})
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	defs := []task.Definition{}
+	for _, t := range tasks {
+		var d task.Definition
+		if t.Definition == "" || json.Unmarshal([]byte(t.Definition), &d) != nil {
+			continue
+		}
+		if name := q.Get("name"); name != "" && d.Name != name {
+			continue
+		}
+		if unit != "" && (d.Frequency == nil || string(d.Frequency.TimeUnit) != unit) {
+			continue
+		}
+		defs = append(defs, d)
+	}
+	s.writeJSON(w, r, defs)
+}
+
+// verbs are what POST /api/tasks/... does to tasks.
+var verbs = map[string]string{"pause": "pause", "resume": "resume", "trigger": "trigger", "delete": "delete"}
+
+// postTasks serves POST /api/tasks/{key}/{verb} for one task and
+// POST /api/tasks/{verb}?file=ID or ?host=HOST for many.
+func (s *Server) postTasks(w http.ResponseWriter, r *http.Request) {
+	rest := r.PathValue("rest")
+	key, verb := "", rest
+	if i := strings.LastIndex(rest, "/"); i >= 0 {
+		key, verb = rest[:i], rest[i+1:]
+	}
+	if _, ok := verbs[verb]; !ok {
+		s.writeJSONError(w, http.StatusNotFound, "no such task action "+verb+": want pause, resume, trigger or delete")
+		return
+	}
+	s.changeTasks(w, r, key, verb)
+}
+
+// deleteTask serves DELETE /api/tasks/{key}.
+func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
+	s.changeTasks(w, r, r.PathValue("key"), "delete")
+}
+
+func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb string) {
+	if !s.allow(w, r, Operator) || !s.writable(w) {
+		return
+	}
+	var tasks []storetype.Task
+	if key != "" {
+		t, err := s.src.TaskByKey(r.Context(), key)
+		if err != nil {
+			s.apiFail(w, r, err)
+			return
+		}
+		tasks = []storetype.Task{t}
+	} else {
+		f := storetype.TaskFilter{Status: storetype.TaskActive, Batch: r.FormValue("file"), Host: r.FormValue("host"), Limit: maxListLimit}
+		if f.Batch == "" && f.Host == "" {
+			s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": name the tasks with ?file=ID or ?host=HOST")
+			return
+		}
+		var err error
+		if tasks, err = s.src.Tasks(r.Context(), f); err != nil {
+			s.apiFail(w, r, err)
+			return
+		}
+	}
+	defs, err := commands(tasks, verb)
+	if err != nil {
+		s.writeJSONError(w, http.StatusConflict, err.Error())
+		return
+	}
+	if len(defs) > 0 {
+		if err := s.cmd.Send(r.Context(), actor(r), defs...); err != nil {
+			s.sendFailed(w, r, err)
+			return
+		}
+	}
+	if isForm(r) {
+		http.Redirect(w, r, safeNext(r.FormValue("back")), http.StatusSeeOther)
+		return
+	}
+	keys := make([]string, 0, len(defs))
+	for _, d := range defs {
+		keys = append(keys, d.Key())
+	}
+	s.writeJSON(w, r, map[string]any{"action": verb, "sent": len(defs), "tasks": keys})
+}
+
+// commands turns a verb on tasks into the commands that do it: pause and
+// resume replace the stored definition with active false or true; trigger
+// and delete need only the key. Ended tasks are skipped in bulk and an
+// error for one task.
+func commands(tasks []storetype.Task, verb string) ([]task.Definition, error) {
+	var defs []task.Definition
+	for _, t := range tasks {
+		if t.Status != storetype.TaskActive {
+			if len(tasks) == 1 {
+				return nil, fmt.Errorf("task %s is %s", t.Key, t.Status)
+			}
+			continue
+		}
+		switch verb {
+		case "trigger":
+			defs = append(defs, task.Definition{Host: t.Host, Name: t.Name, Action: task.Trigger})
+		case "delete":
+			defs = append(defs, task.Definition{Host: t.Host, Name: t.Name, Action: task.Delete})
+		case "pause", "resume":
+			var d task.Definition
+			if err := json.Unmarshal([]byte(t.Definition), &d); err != nil || t.Definition == "" {
+				return nil, fmt.Errorf("task %s: its definition is not known here", t.Key)
+			}
+			if d.Paused() == (verb == "pause") {
+				continue // already so
+			}
+			d.Action = task.Update
+			d.Active = task.Ptr(verb == "resume")
+			defs = append(defs, d)
+		}
+	}
+	return defs, nil
+}
+
+// statusReport is the body of POST /api/executions/{fireId}/status.
+type statusReport struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	Worker  string `json:"worker"`
+}
+
+// postStatus records a worker's report on an execution.
+func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(w, r, Operator) || !s.writable(w) {
+		return
+	}
+	var body statusReport
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		s.writeJSONError(w, http.StatusBadRequest, "body: want {\"status\": ..., \"message\": ...}: "+err.Error())
+		return
+	}
+	st := strings.ToUpper(strings.TrimSpace(body.Status))
+	switch st {
+	case record.StatusRunning, record.StatusSuccess, record.StatusFailed:
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]any{"error": "status: want RUNNING, SUCCESS or FAILED",
+			"fields": []fieldError{{Field: "status", Value: body.Status, Reason: "must be RUNNING, SUCCESS or FAILED"}}})
+		return
+	}
+	fireID := r.PathValue("fireId")
+	if _, err := s.src.ExecutionByFireID(r.Context(), fireID); err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	rep := record.Status{FireID: fireID, Status: st, Message: body.Message, Worker: body.Worker, At: s.cfg.Now().UnixMilli()}
+	if rep.Worker == "" {
+		rep.Worker = actor(r)
+	}
+	if err := s.cmd.ReportStatus(r.Context(), actor(r), rep); err != nil {
+		s.sendFailed(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, rep)
+}
+
+// now is the server clock in UTC.
+func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+
