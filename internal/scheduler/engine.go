@@ -36,6 +36,11 @@ type Config struct {
 	Targets TargetChecker
 	// Clock drives fire times. Defaults to the real clock.
 	Clock clockwork.Clock
+	// OnCommit, if set, is told of every committed transaction that fired
+	// something: the scheduled times fired and when the commit returned,
+	// by the real clock (how late a downstream consumer sees each fire).
+	// It runs on the partition's goroutine and must be quick.
+	OnCommit func(scheduled []int64, committed time.Time)
 }
 
 // TargetChecker says whether a target topic can be written.

@@ -444,6 +444,14 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 	}
 	r.next = next
 	r.active.Store(int64(len(r.tasks)))
+	if hook := r.e.cfg.OnCommit; hook != nil && len(fires) > 0 {
+		at := time.Now()
+		scheduled := make([]int64, len(fires))
+		for i, f := range fires {
+			scheduled[i] = f.scheduled
+		}
+		hook(scheduled, at)
+	}
 	return nil
 }
 

@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+var (
+	benchBurst  = flag.Int("bench-burst", 100_000, "tasks due in the same second for BenchmarkBurst")
+	benchActive = flag.Int("bench-active", 100_000, "tasks held for BenchmarkActiveTasks")
+)
+
+const brokerEnv = "JOBDROP_BENCH_BROKER"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(brokerEnv); dir != "" {
+		// A broker in its own process, so that benchmarks measure the
+		// engine's memory alone.
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dir))
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		fmt.Println(c.ListenAddrs()[0])
+		_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes
+		c.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// benchBroker starts a broker process persisted under a temporary folder.
+func benchBroker(b *testing.B) []string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), brokerEnv+"="+b.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.HasPrefix(addr, "error") {
+		b.Fatalf("broker: %v %s", err, addr)
+	}
+	return []string{strings.TrimSpace(addr)}
+}
+
+type benchEngine struct {
+	*Engine
+	brokers []string
+	topics  record.Topics
+	stop    func()
+
+	mu       sync.Mutex
+	lateness []time.Duration
+	last     time.Time
+	fired    int
+}
+
+func startBenchEngine(b *testing.B, brokers []string) *benchEngine {
+	topics := record.Topics{}.WithDefaults()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close()
+	ctx := context.Background()
+	if err := kafka.EnsureTopics(ctx, admin, topics, 8, -1); err != nil {
+		b.Fatal(err)
+	}
+	targets := kafka.NewTargetTopics(admin, 8, -1, true)
+	if err := targets.Ensure(ctx, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	be := &benchEngine{brokers: brokers, topics: topics}
+	tcl, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	e, err := New(Config{
+		ClientOpts: kafka.ClientOpts(brokers, "bench"),
+		Topics:     topics,
+		Targets:    kafka.NewTargetTopics(tcl, 8, -1, true),
+		OnCommit: func(scheduled []int64, at time.Time) {
+			be.mu.Lock()
+			defer be.mu.Unlock()
+			for _, s := range scheduled {
+				be.lateness = append(be.lateness, at.Sub(time.UnixMilli(s)))
+			}
+			be.fired += len(scheduled)
+			be.last = at
+		},
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	be.Engine = e
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = e.Run(rctx); close(done) }()
+	be.stop = func() { cancel(); <-done; tcl.Close() }
+	return be
+}
+
+// send produces n commands, built by def, as fast as the broker takes them.
+func (be *benchEngine) send(b *testing.B, n int, def func(i int) task.Definition) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(be.brokers...), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(100_000), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	for i := range n {
+		d := def(i)
+		v, _ := json.Marshal(d)
+		cl.Produce(ctx, &kgo.Record{Topic: be.topics.Input, Key: []byte(d.Key()), Value: v}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (be *benchEngine) waitActive(b *testing.B, n int64, within time.Duration) time.Duration {
+	start := time.Now()
+	for be.ActiveTasks() != n {
+		if time.Since(start) > within {
+			b.Fatalf("%d of %d tasks active after %s", be.ActiveTasks(), n, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func (be *benchEngine) waitFired(b *testing.B, n int, within time.Duration) {
+	start := time.Now()
+	for {
+		be.mu.Lock()
+		fired := be.fired
+		be.mu.Unlock()
+		if fired >= n {
+			return
+		}
+		if time.Since(start) > within {
+			b.Fatalf("%d of %d fired after %s", fired, n, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (be *benchEngine) report(b *testing.B) {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	l := slices.Clone(be.lateness)
+	slices.Sort(l)
+	q := func(p float64) float64 { return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-late-ms")
+	b.ReportMetric(q(0.99), "p99-late-ms")
+	b.ReportMetric(q(1), "max-late-ms")
+}
+
+func payload(i int) map[string]string {
+	return map[string]string{"job": fmt.Sprintf("%-190s", "job-"+strconv.Itoa(i))}
+}
+
+// BenchmarkBurst: -bench-burst one-shot tasks all due in the same second;
+// reports the drain rate and the lateness of the fires as committed.
+func BenchmarkBurst(b *testing.B) {
+	n := *benchBurst
+	for range b.N {
+		be := startBenchEngine(b, benchBroker(b))
+		due := time.Now().Add(3*time.Second + time.Duration(n/20_000)*time.Second).Truncate(time.Second)
+		be.send(b, n, func(i int) task.Definition {
+			return task.Definition{Host: "bench", Name: "burst-" + strconv.Itoa(i), Action: task.Insert, Topic: "bench",
+				Start: task.Ptr(due.UnixMilli()), Data: payload(i)}
+		})
+		be.waitActive(b, int64(n), 5*time.Minute)
+		if time.Now().After(due) {
+			b.Fatalf("loading %d tasks took past their due time", n)
+		}
+		be.waitFired(b, n, 5*time.Minute)
+		be.mu.Lock()
+		drain := be.last.Sub(due)
+		be.mu.Unlock()
+		b.ReportMetric(float64(n)/drain.Seconds(), "fires/s")
+		be.report(b)
+		be.stop()
+	}
+}
+
+// BenchmarkSteady: 10,000 tasks each firing every second, spread over the
+// second, for ten seconds.
+func BenchmarkSteady(b *testing.B) {
+	const n = 10_000
+	for range b.N {
+		be := startBenchEngine(b, benchBroker(b))
+		start := time.Now().Add(5 * time.Second).Truncate(time.Second)
+		be.send(b, n, func(i int) task.Definition {
+			return task.Definition{Host: "bench", Name: "steady-" + strconv.Itoa(i), Action: task.Insert, Topic: "bench",
+				Start: task.Ptr(start.UnixMilli() + int64(i%1000)), Frequency: &task.Frequency{TimeUnit: task.Seconds, Time: 1},
+				Data: payload(i)}
+		})
+		be.waitActive(b, n, time.Minute)
+		be.waitFired(b, 10*n, time.Minute)
+		b.ReportMetric(float64(be.fired)/be.last.Sub(start).Seconds(), "fires/s")
+		be.report(b)
+		be.stop()
+	}
+}
+
+// BenchmarkActiveTasks: -bench-active tasks with 200-byte payloads held,
+// none due; reports the engine's resident memory and how long a fresh
+// engine takes to restore them.
+func BenchmarkActiveTasks(b *testing.B) {
+	n := *benchActive
+	for range b.N {
+		brokers := benchBroker(b)
+		base := rss()
+		be := startBenchEngine(b, brokers)
+		far := time.Now().Add(24 * time.Hour).UnixMilli()
+		be.send(b, n, func(i int) task.Definition {
+			return task.Definition{Host: "bench", Name: "active-" + strconv.Itoa(i), Action: task.Insert, Topic: "bench",
+				Start: task.Ptr(far), Frequency: &task.Frequency{TimeUnit: task.Hours, Time: 1}, Data: payload(i)}
+		})
+		be.waitActive(b, int64(n), 10*time.Minute)
+		b.ReportMetric(float64(rss()-base)/(1<<20), "MiB-rss")
+		be.stop()
+
+		again := startBenchEngine(b, brokers)
+		took := again.waitActive(b, int64(n), 10*time.Minute)
+		b.ReportMetric(took.Seconds(), "restore-s")
+		again.stop()
+	}
+}
+
+// rss is the resident memory of this process, in bytes.
+func rss() int64 {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
