@@ -284,4 +284,3 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
 
 // now is the server clock in UTC.
 func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
-
