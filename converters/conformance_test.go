@@ -21,17 +21,21 @@ var update = flag.Bool("update", false, "rewrite the golden files of the conform
 // conformance lists every converter and its test files. Each NAME.EXT in
 // dir is converted (with NAME.options.json as Options when present) and
 // the result compared with NAME.golden; every converter must also pass the
-// shared checks below. A new format plugs in by adding an entry.
+// shared checks below, run with opts (what a format needs from its folder,
+// such as a crontab's host and topic). A new format plugs in by adding an
+// entry.
 var conformance = []struct {
 	name string
 	conv Converter
 	dir  string
 	ext  string
+	opts Options
 }{
-	{"csv", CSV{}, "testdata/csv", ".csv"},
-	{"xlsx", XLSX{}, "testdata/xlsx", ".xlsx"},
-	{"json", JSON{}, "testdata/json", ".json"},
-	{"jsonl", JSON{}, "testdata/json", ".jsonl"},
+	{"csv", CSV{}, "testdata/csv", ".csv", Options{}},
+	{"xlsx", XLSX{}, "testdata/xlsx", ".xlsx", Options{}},
+	{"json", JSON{}, "testdata/json", ".json", Options{}},
+	{"jsonl", JSON{}, "testdata/json", ".jsonl", Options{}},
+	{"crontab", Crontab{}, "testdata/crontab", ".crontab", Options{Defaults: Defaults{Host: "acme", Topic: "jobs"}}},
 }
 
 // goldenLine is one line of a golden file: a row's definition, a row's
@@ -84,7 +88,7 @@ func TestConformance(t *testing.T) {
 			t.Run("emit error stops the conversion", func(t *testing.T) {
 				stop := errors.New("stop")
 				calls := 0
-				err := cc.conv.Convert(context.Background(), multiRow, Options{}, func(Row) error {
+				err := cc.conv.Convert(context.Background(), multiRow, cc.opts, func(Row) error {
 					calls++
 					return stop
 				})
@@ -96,13 +100,13 @@ func TestConformance(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
 				calls := 0
-				err := cc.conv.Convert(ctx, multiRow, Options{}, func(Row) error { calls++; return nil })
+				err := cc.conv.Convert(ctx, multiRow, cc.opts, func(Row) error { calls++; return nil })
 				if !errors.Is(err, context.Canceled) || calls != 0 {
 					t.Errorf("Convert(%s) with a cancelled context = %v after %d rows, want context.Canceled and no rows", multiRow, err, calls)
 				}
 			})
 			t.Run("missing file", func(t *testing.T) {
-				err := cc.conv.Convert(context.Background(), filepath.Join(t.TempDir(), "absent"+cc.ext), Options{}, func(Row) error { return nil })
+				err := cc.conv.Convert(context.Background(), filepath.Join(t.TempDir(), "absent"+cc.ext), cc.opts, func(Row) error { return nil })
 				if !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("Convert(absent file) = %v, want os.ErrNotExist", err)
 				}

@@ -19,6 +19,7 @@ func TestSamples(t *testing.T) {
 		{"jobs.xlsx", XLSX{}, Options{}, 5},
 		{"jobs.json", JSON{}, Options{}, 4},
 		{"jobs.jsonl", JSON{}, Options{}, 4},
+		{"crontab", Crontab{}, Options{Defaults: Defaults{Host: "acme", Topic: "batch-jobs"}}, 6},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			n := 0

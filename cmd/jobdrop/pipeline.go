@@ -19,6 +19,7 @@ func newRegistry() *converters.Registry {
 	r.Register("csv", converters.CSV{}, "*.csv", "*.tsv", "*.txt")
 	r.Register("xlsx", converters.XLSX{}, "*.xlsx", "*.xlsm")
 	r.Register("json", converters.JSON{}, "*.json", "*.jsonl", "*.ndjson")
+	r.Register("crontab", converters.Crontab{}, "crontab", "*.cron", "*.crontab")
 	return r
 }
 
