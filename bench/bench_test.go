@@ -1,0 +1,409 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/watcher"
+)
+
+// Row counts of the full benchmarks; JOBDROP_BENCH_CSV_ROWS and
+// JOBDROP_BENCH_XLSX_ROWS override them.
+const (
+	csvRows  = 1_000_000
+	xlsxRows = 200_000
+)
+
+// result is one measured drop and its kcat baseline.
+type result struct {
+	rows      int
+	elapsed   time.Duration // drop to committed transaction
+	peakRSS   int64         // bytes, this process (broker included) during the drop
+	heapPeak  uint64        // bytes, Go heap in use at its highest sample
+	kcat      time.Duration // kcat producing the same records; 0 when not run
+	kcatRSS   int64         // bytes, kcat's own peak
+	committed int           // rows the injector committed
+}
+
+func (r result) rowsPerSec() float64 { return float64(r.rows) / r.elapsed.Seconds() }
+func (r result) kcatPerSec() float64 { return float64(r.rows) / r.kcat.Seconds() }
+
+// env is a running embedded broker with jobdrop's topics, and a watcher
+// whose handler injects every file and reports the outcome.
+type env struct {
+	dir     string
+	inbox   string
+	brokers []string
+	results chan outcome
+}
+
+type outcome struct {
+	res injector.Result
+	err error
+	at  time.Time
+}
+
+func startEnv(tb testing.TB) *env {
+	tb.Helper()
+	dir := tb.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := kafka.StartEmbedded(filepath.Join(dir, "kafka"), "127.0.0.1:0", log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(b.Close)
+	brokers := b.Addrs()
+	topics := record.Topics{}.WithDefaults()
+	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(tb, brokers), topics, 8, -1); err != nil {
+		tb.Fatal(err)
+	}
+	inj, err := injector.New(injector.Config{
+		ClientOpts: kafka.ClientOpts(brokers, "bench"), TransactionalID: "bench-injector", Topics: topics,
+	}, nil, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(inj.Close)
+	e := &env{dir: dir, inbox: filepath.Join(dir, "inbox"), brokers: brokers, results: make(chan outcome, 1)}
+	h := watcher.HandlerFunc(func(ctx context.Context, f watcher.File) error {
+		var conv converters.Converter = converters.CSV{}
+		if strings.HasSuffix(f.Name, ".xlsx") {
+			conv = converters.XLSX{}
+		}
+		res, err := inj.Inject(ctx, injector.File{Path: f.Path, Name: f.Name, Folder: f.Dir, MaxBytes: -1}, conv, converters.Options{})
+		e.results <- outcome{res, err, time.Now()}
+		return err
+	})
+	// Production stability settings would add a second per file; these
+	// add 200ms.
+	w, err := watcher.New(watcher.Config{Folders: []watcher.Folder{{Dir: e.inbox}}, StableChecks: 2, CheckInterval: 100 * time.Millisecond}, h, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+// def is the task of row i, as every format writes it.
+func def(i int) task.Definition {
+	return task.Definition{
+		Host: "acme", Name: fmt.Sprintf("job-%07d", i), Action: task.Insert, Topic: "batch-jobs",
+		Frequency: &task.Frequency{TimeUnit: task.Minutes, Time: int32(i%60 + 1)},
+		Data:      map[string]string{"command": fmt.Sprintf("/opt/jobs/run-%07d.sh", i)},
+	}
+}
+
+// writeCSV writes the job list of n rows.
+func writeCSV(tb testing.TB, path string, n int) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("host,name,action,topic,timeUnit,time,data.command\n")
+	for i := range n {
+		d := def(i)
+		fmt.Fprintf(w, "%s,%s,%s,%s,%s,%d,%s\n", d.Host, d.Name, d.Action, d.Topic, d.Frequency.TimeUnit, d.Frequency.Time, d.Data["command"])
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// writeXLSX writes the same job list as a workbook.
+func writeXLSX(tb testing.TB, path string, n int) {
+	tb.Helper()
+	x := excelize.NewFile()
+	defer x.Close()
+	sw, err := x.NewStreamWriter("Sheet1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := sw.SetRow("A1", []any{"host", "name", "action", "topic", "timeUnit", "time", "data.command"}); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range n {
+		d := def(i)
+		cell, _ := excelize.CoordinatesToCellName(1, i+2)
+		if err := sw.SetRow(cell, []any{d.Host, d.Name, string(d.Action), d.Topic, string(d.Frequency.TimeUnit), d.Frequency.Time, d.Data["command"]}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := sw.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := x.SaveAs(path); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// writeKcatInput writes n key:value lines as the injector's commands:
+// the same keys and the same JSON values.
+func writeKcatInput(tb testing.TB, path string, n int) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range n {
+		d := def(i)
+		v, _ := json.Marshal(d)
+		w.WriteString(d.Key())
+		w.WriteByte(':')
+		w.Write(v)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// resetPeakRSS starts a new high-water mark of this process's memory.
+func resetPeakRSS() {
+	runtime.GC()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS is this process's resident high-water mark (VmHWM), in bytes.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// kcatRun produces the records of input with kcat and returns how long it
+// took and kcat's own peak memory. It skips the baseline (0) when kcat is
+// not installed, except on CI.
+func kcatRun(tb testing.TB, brokers []string, input string) (time.Duration, int64) {
+	tb.Helper()
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatal("kcat is not installed; .ci/run installs it")
+		}
+		tb.Log("kcat is not installed: no baseline")
+		return 0, 0
+	}
+	cmd := exec.Command(kcat, "-P", "-b", brokers[0], "-t", record.Topics{}.WithDefaults().Input, "-K:", "-l", input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("kcat: %v\n%s", err, stderr.String())
+	}
+	took := time.Since(start)
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss << 10
+	}
+	return took, rss
+}
+
+// measure drops a job list of n rows in format (csv or xlsx) and times it
+// to its committed transaction, after kcat producing the same records.
+func measure(tb testing.TB, format string, n int) result {
+	tb.Helper()
+	e := startEnv(tb)
+	src := filepath.Join(e.dir, "jobs."+format)
+	if format == "xlsx" {
+		writeXLSX(tb, src, n)
+	} else {
+		writeCSV(tb, src, n)
+	}
+	kin := filepath.Join(e.dir, "kcat.txt")
+	writeKcatInput(tb, kin, n)
+
+	r := result{rows: n}
+	r.kcat, r.kcatRSS = kcatRun(tb, e.brokers, kin)
+
+	stop := make(chan struct{})
+	heap := make(chan uint64)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-stop:
+				heap <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	resetPeakRSS()
+	start := time.Now()
+	if err := os.Rename(src, filepath.Join(e.inbox, "jobs."+format)); err != nil {
+		tb.Fatal(err)
+	}
+	var o outcome
+	select {
+	case o = <-e.results:
+	case <-time.After(10 * time.Minute):
+		tb.Fatal("no outcome within 10 minutes")
+	}
+	r.elapsed = o.at.Sub(start)
+	r.peakRSS = peakRSS()
+	close(stop)
+	r.heapPeak = <-heap
+	if o.err != nil || o.res.Outcome != injector.Injected {
+		tb.Fatalf("inject: %+v, %v", o.res, o.err)
+	}
+	r.committed = o.res.Batch.Rows
+	if r.committed != n {
+		tb.Fatalf("committed %d rows, want %d", r.committed, n)
+	}
+	return r
+}
+
+func rowsFromEnv(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func report(b *testing.B, r result) {
+	b.ReportMetric(r.rowsPerSec(), "rows/s")
+	b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(r.heapPeak)/(1<<20), "peak-heap-MiB")
+	if r.kcat > 0 {
+		b.ReportMetric(r.kcatPerSec(), "kcat-rows/s")
+		b.ReportMetric(float64(r.kcatRSS)/(1<<20), "kcat-RSS-MiB")
+		b.ReportMetric(r.rowsPerSec()/r.kcatPerSec(), "ratio")
+	}
+	b.ReportMetric(float64(r.rows), "rows")
+}
+
+// BenchmarkDropCSV drops a CSV job list of 1,000,000 rows; run it with
+// -benchtime=1x (bench/run.sh does).
+func BenchmarkDropCSV(b *testing.B) {
+	n := rowsFromEnv("JOBDROP_BENCH_CSV_ROWS", csvRows)
+	var r result
+	for b.Loop() {
+		r = measure(b, "csv", n)
+	}
+	report(b, r)
+}
+
+// BenchmarkDropXLSX drops an Excel job list of 200,000 rows.
+func BenchmarkDropXLSX(b *testing.B) {
+	n := rowsFromEnv("JOBDROP_BENCH_XLSX_ROWS", xlsxRows)
+	var r result
+	for b.Loop() {
+		r = measure(b, "xlsx", n)
+	}
+	report(b, r)
+}
+
+// TestHarness runs the benchmarks' measurement on small files, checking
+// that every row reaches the input topic once, in one batch per file, and
+// that the kcat baseline produced as many records.
+func TestHarness(t *testing.T) {
+	for _, tt := range []struct {
+		format string
+		rows   int
+	}{{"csv", 10_000}, {"xlsx", 2_000}} {
+		t.Run(tt.format, func(t *testing.T) {
+			r := measure(t, tt.format, tt.rows)
+			if r.elapsed <= 0 || r.peakRSS <= 0 || r.heapPeak == 0 {
+				t.Errorf("measured %+v", r)
+			}
+			t.Logf("%s: %d rows in %s (%.0f rows/s), peak RSS %d MiB; kcat %s", tt.format, r.rows, r.elapsed, r.rowsPerSec(), r.peakRSS>>20, r.kcat)
+		})
+	}
+}
+
+// TestHarnessCommitsEveryRowOnce reads back what a harness run committed.
+func TestHarnessCommitsEveryRowOnce(t *testing.T) {
+	const n = 3_000
+	e := startEnv(t)
+	src := filepath.Join(e.dir, "jobs.csv")
+	writeCSV(t, src, n)
+	kin := filepath.Join(e.dir, "kcat.txt")
+	writeKcatInput(t, kin, n)
+	took, _ := kcatRun(t, e.brokers, kin)
+	if err := os.Rename(src, filepath.Join(e.inbox, "jobs.csv")); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-e.results; o.err != nil {
+		t.Fatal(o.err)
+	}
+	recs := kafkatest.Drain(t, e.brokers, record.Topics{}.WithDefaults().Input)
+	ours, theirs := map[string]int{}, 0
+	var ourSize, theirSize int
+	for _, r := range recs {
+		if batch := header(r, record.HeaderBatch); batch != "" {
+			ours[string(r.Key)]++
+			ourSize += len(r.Value)
+		} else {
+			theirs++
+			theirSize += len(r.Value)
+		}
+	}
+	if len(ours) != n {
+		t.Errorf("%d distinct commands from the file, want %d", len(ours), n)
+	}
+	for k, c := range ours {
+		if c != 1 {
+			t.Errorf("%s committed %d times", k, c)
+		}
+	}
+	if took > 0 && (theirs != n || theirSize != ourSize) {
+		t.Errorf("kcat produced %d records of %d bytes, the injector %d of %d bytes; want the same", theirs, theirSize, len(ours), ourSize)
+	}
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Runs the drop-to-commit benchmarks (1,000,000 CSV rows, 200,000 Excel
+# rows; JOBDROP_BENCH_CSV_ROWS / JOBDROP_BENCH_XLSX_ROWS override) beside
+# kcat producing the same records, and prints a table. Used by make bench.
+set -eu
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$GO" test -run '^$' -bench 'Drop' -benchtime 1x -timeout 30m ./bench | tee "$out" >&2
+echo
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+awk '
+function metric(name,   i) { for (i = 3; i < NF; i++) if ($(i+1) == name) return $i; return "" }
+BEGIN {
+	printf "%-6s %10s %12s %12s %10s %12s %12s %10s\n", "format", "rows", "rows/s", "peak RSS", "peak heap", "kcat rows/s", "kcat RSS", "ratio"
+}
+/^BenchmarkDrop/ {
+	f = tolower($1); sub(/^benchmarkdrop/, "", f); sub(/-[0-9]+$/, "", f)
+	k = metric("kcat-rows/s")
+	printf "%-6s %10d %12.0f %9.0f MiB %6.0f MiB %12s %8s MiB %10s\n", f, metric("rows"), metric("rows/s"),
+		metric("peak-RSS-MiB"), metric("peak-heap-MiB"), (k == "" ? "-" : sprintf("%.0f", k)),
+		(k == "" ? "-" : sprintf("%.0f", metric("kcat-RSS-MiB"))), (k == "" ? "-" : sprintf("%.2f", metric("ratio")))
+}' "$out"
