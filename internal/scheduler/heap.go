@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"container/heap"
+	"encoding/json"
 
 	"github.com/jobdrop/jobdrop/internal/record"
 )
@@ -9,8 +10,9 @@ import (
 // entry is one task held by a runner.
 type entry struct {
 	key   string
-	st    record.State
-	index int // position in the fire heap; -1 when not scheduled
+	st    record.State    // st.Definition.Data is always nil: see data
+	data  json.RawMessage // the definition's data, as JSON; nil for none
+	index int             // position in the fire heap; -1 when not scheduled
 }
 
 // fireHeap orders tasks by next fire time.

@@ -73,6 +73,8 @@ type runner struct {
 	crashed bool // set by testHookBeforeCommit
 
 	active atomic.Int64 // tasks held, as of the last commit
+
+	strs map[string]string // interned strings shared by tasks
 }
 
 func newRunner(e *Engine, p int32) *runner {
@@ -181,6 +183,7 @@ func (r *runner) fence(ctx context.Context, nonce string) error {
 // restore reads the state partition up to our own ownership marker.
 func (r *runner) restore(ctx context.Context, nonce string) error {
 	r.tasks = map[string]*entry{}
+	r.strs = map[string]string{}
 	r.heap = nil
 	r.next = 0
 	for {
@@ -210,12 +213,12 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 					delete(r.tasks, key)
 					return
 				}
-				var st record.State
-				if err := json.Unmarshal(rec.Value, &st); err != nil {
+				e := &entry{key: key, index: -1}
+				if err := r.decodeState(rec.Value, e); err != nil {
 					r.log.Error("unreadable task state skipped", "key", key, "offset", rec.Offset, "err", err)
 					return
 				}
-				r.tasks[key] = &entry{key: key, st: st, index: -1}
+				r.tasks[key] = e
 			}
 		})
 		if found {
@@ -375,7 +378,8 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			}
 			f := f
 			d := &f.e.st.Definition
-			v, _ := json.Marshal(record.Fired{Host: d.Host, Name: d.Name, Data: d.Data, ScheduledAt: f.scheduled, FiredAt: now, FireID: f.fireID, Triggered: f.triggered})
+			v, _ := json.Marshal(firedWire{Fired: record.Fired{Host: d.Host, Name: d.Name, ScheduledAt: f.scheduled,
+				FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.e.data})
 			r.prod.Produce(ctx, &kgo.Record{
 				Topic: d.Topic, Key: []byte(f.e.key), Value: v,
 				Headers: []kgo.RecordHeader{
@@ -414,8 +418,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			}
 		}
 		for key, e := range dirty {
-			v, _ := json.Marshal(e.st)
-			produce(r.stateRecord(key, v))
+			produce(r.stateRecord(key, encodeState(e)))
 		}
 		for _, t := range ended {
 			rec := r.stateRecord(t.key, nil)
@@ -485,6 +488,7 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		c.audits = append(c.audits, r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp))
 		return
 	}
+	data := splitData(&d)
 	e, exists := r.tasks[key]
 	action, outcome, detail := record.ActionTaskCreated, record.OutcomeOK, ""
 	switch d.Action {
@@ -507,7 +511,8 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		c.fires = append(c.fires, f)
 		c.dirty[key] = e
 	default:
-		if exists && d.Action == task.Insert && e.st.Definition.Equal(&d) {
+		sameData := exists && string(e.data) == string(data)
+		if sameData && d.Action == task.Insert && e.st.Definition.Equal(&d) {
 			outcome, detail = record.OutcomeNoChange, "identical to the stored definition"
 			break
 		}
@@ -521,14 +526,18 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			after = max(after, accepted-1)
 		}
 		if exists {
-			action = changeAction(&e.st.Definition, &d)
+			action = record.ActionTaskUpdated
+			if sameData {
+				action = changeAction(&e.st.Definition, &d)
+			}
 			st.FireCount, st.LastFire = e.st.FireCount, e.st.LastFire
 			after = max(after, e.st.LastFire) // never fire an occurrence twice
 		} else {
 			e = &entry{key: key, index: -1}
 			r.tasks[key] = e
 		}
-		e.st = st
+		e.st, e.data = st, data
+		r.internStrings(&e.st)
 		n, ok := d.NextFire(st.Anchor, after)
 		switch {
 		case !ok:
