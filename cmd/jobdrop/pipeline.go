@@ -20,6 +20,8 @@ func newRegistry() *converters.Registry {
 	r.Register("xlsx", converters.XLSX{}, "*.xlsx", "*.xlsm")
 	r.Register("json", converters.JSON{}, "*.json", "*.jsonl", "*.ndjson")
 	r.Register("crontab", converters.Crontab{}, "crontab", "*.cron", "*.crontab")
+	// No pattern: a folder opts in with converter: exec and exec.program.
+	r.Register("exec", converters.Exec{})
 	return r
 }
 
