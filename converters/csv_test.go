@@ -216,3 +216,44 @@ func BenchmarkCSV(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 }
+
+// lineReader produces a header and one row holding a value of size bytes.
+type lineReader struct {
+	head []byte
+	left int
+}
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	if len(r.head) > 0 {
+		n := copy(p, r.head)
+		r.head = r.head[n:]
+		return n, nil
+	}
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.left)
+	for i := range n {
+		p[i] = 'x'
+	}
+	r.left -= n
+	return n, nil
+}
+
+func TestCSVRejectsHugeLine(t *testing.T) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := CSV{}.ConvertReader(context.Background(), "huge.csv", &lineReader{head: []byte("host,name,topic\nacme,"), left: 50 << 20}, Options{}, func(Row) error {
+		t.Fatal("a row was emitted from a 50 MB line")
+		return nil
+	})
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "huge.csv: after line 1: a record is longer than 1048576 bytes") {
+		t.Fatalf("got %v, want a clear error about the record's length", err)
+	}
+	if after.HeapAlloc > before.HeapAlloc+100<<20 || after.TotalAlloc-before.TotalAlloc > 100<<20 {
+		t.Errorf("rejecting a 50 MB line allocated %d MiB, want < 100 MiB", (after.TotalAlloc-before.TotalAlloc)>>20)
+	}
+	t.Logf("%v; allocated %d KiB", err, (after.TotalAlloc-before.TotalAlloc)>>10)
+}
