@@ -38,7 +38,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write([]byte("retry: 1000\n\n")); err != nil {
+	// A change between the page's rendering and this connection would go
+	// unseen: every stream starts with one change event.
+	if _, err := w.Write([]byte("retry: 1000\n\nevent: changed\ndata: {}\n\n")); err != nil {
 		return
 	}
 	rc.Flush()

@@ -164,9 +164,13 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dest := filepath.Join(s.cfg.UploadDir, m.Name)
-	// Link fails when the name is taken: an upload never replaces a file
-	// waiting in the folder, and the watcher sees it appear whole.
-	if err := os.Link(tmp, dest); err != nil {
+	// The rename makes the file appear whole to the watcher; an upload
+	// never replaces a file waiting in the folder.
+	err = fs.ErrExist
+	if _, serr := os.Lstat(dest); errors.Is(serr, fs.ErrNotExist) {
+		err = os.Rename(tmp, dest)
+	}
+	if err != nil {
 		status := http.StatusInternalServerError
 		m.Problem = "The file could not be dropped into the folder; see the server log."
 		if errors.Is(err, fs.ErrExist) {
@@ -182,7 +186,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 }
 
 // stage copies the upload to a hidden temporary file in the upload
-// folder, which the watcher ignores, so that the drop is one link.
+// folder, which the watcher ignores, so that the drop is one rename.
 func (s *Server) stage(src io.Reader) (string, error) {
 	b := make([]byte, 8)
 	rand.Read(b)

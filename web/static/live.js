@@ -1,23 +1,55 @@
 // Live updates: the server says "changed" on /events after every commit
-// it records; every element marked hx-trigger="jobdrop:changed from:body"
-// then reloads its part of the page through htmx.
+// it records; the page's #live region then reloads through htmx. At most
+// one reload runs at a time, and a change seen during one reloads again
+// after it, so the last change is never lost.
 (function () {
   "use strict";
-  if (!window.EventSource || !document.querySelector("[data-live]")) {
-    return;
+  var busy = false;
+  var pending = false;
+
+  function refresh() {
+    var live = document.getElementById("live");
+    if (!live || !window.htmx) {
+      return;
+    }
+    if (busy) {
+      pending = true;
+      return;
+    }
+    busy = true;
+    window.htmx.ajax("GET", live.getAttribute("data-live"), {
+      target: "#live", select: "#live", swap: "outerHTML"
+    }).finally(function () {
+      busy = false;
+      if (pending) {
+        pending = false;
+        refresh();
+      }
+    });
   }
-  var source = new EventSource("/events");
-  source.addEventListener("changed", function () {
-    document.body.dispatchEvent(new CustomEvent("jobdrop:changed"));
-  });
-  source.addEventListener("open", function () {
-    document.documentElement.setAttribute("data-live-connected", "true");
-  });
-  // Confirm buttons carry data-confirm: ask before sending.
+
+  function start() {
+    if (!window.EventSource || !document.getElementById("live")) {
+      return;
+    }
+    var source = new EventSource("/events");
+    source.addEventListener("changed", refresh);
+    source.addEventListener("open", function () {
+      document.documentElement.setAttribute("data-live-connected", "true");
+    });
+  }
+
+  // Buttons of forms with data-confirm ask before sending.
   document.addEventListener("submit", function (e) {
     var msg = e.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) {
       e.preventDefault();
     }
   }, true);
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
 })();

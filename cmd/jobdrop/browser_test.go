@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+)
+
+// browser starts headless Chromium for one test, in its own profile.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed; .ci/run installs it")
+		}
+		t.Skip("chromium is not installed")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// within runs steps with a deadline, failing the test with what was
+// being waited for.
+func within(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + (document.body ? document.body.innerText : "")`))
+		t.Fatalf("%s: %v\npage: %s", what, err, page)
+	}
+}
+
+// waitJS waits until a JavaScript expression is truthy, across page
+// loads: an evaluation that fails while the page navigates is retried.
+func waitJS(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		var last error
+		for {
+			ok, err := chromedp.Evaluate[bool]("Boolean(" + expr + ")")(ctx, t)
+			if err == nil && ok {
+				return nil
+			}
+			if err != nil {
+				last = err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s (last error %v): %w", expr, last, ctx.Err())
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// clickJS clicks the element sel selects once there is one. The click is
+// one step in the page, so a live refresh cannot swap the element away
+// between finding and clicking it.
+func clickJS(sel string) chromedp.Action[chromedp.Void] {
+	return waitJS(`((b) => b ? (b.click(), true) : false)(document.querySelector(` + js(sel) + `))`)
+}
+
+// eval evaluates an expression, awaiting a promise.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// screenshot saves the page as NAME.png under $JOBDROP_SCREENSHOTS, when
+// set, for the README.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("JOBDROP_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if !filepath.IsAbs(dir) {
+		// Relative to the repository, not to the package under test.
+		dir = filepath.Join("..", "..", dir)
+	}
+	// A live refresh may be swapping the page: wait for it to have a
+	// size, and try again while it has none.
+	var png []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		within(t, ctx, "a laid-out page", waitJS(`document.body && document.body.scrollWidth > 0 && document.body.scrollHeight > 0`))
+		var err error
+		if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(90)); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func login(t *testing.T, ctx context.Context, base, user, next string) {
+	t.Helper()
+	within(t, ctx, "log in as "+user,
+		chromedp.Navigate(base+"/login?next="+next),
+		chromedp.WaitVisible(chromedp.CSS("#login-user")),
+		chromedp.SendKeys(chromedp.CSS("#login-user"), user),
+		chromedp.SendKeys(chromedp.CSS("#login-password"), reverse(user)),
+		chromedp.Click(chromedp.CSS("#login-submit")),
+		waitJS(`document.getElementById("user") && document.getElementById("user").textContent.startsWith(`+js(user)+`)`),
+	)
+}
+
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	in := startInstanceEnv(t, consoleUsers(t), kafkatest.Cluster(t)...)
+	ctx := browser(t)
+	base := in.console
+	t0 := in.clock.Now()
+
+	// A page asks for a login; the operator logs in and lands on Files.
+	login(t, ctx, base, "otto", "/files")
+	within(t, ctx, "the files page to go live",
+		chromedp.WaitVisible(chromedp.CSS("main")),
+		waitJS(`document.documentElement.getAttribute("data-live-connected") === "true"`),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
+	)
+
+	// A file dropped into the inbox shows up on the open page, no reload.
+	in.drop("dropped.csv", "host,name,topic,start,timeUnit,time\n"+
+		"acme,every-minute,batch-jobs,"+t0.Add(time.Minute).UTC().Format(time.RFC3339)+",MINUTES,1\n"+
+		"acme,<script>window.pwned=1</script>,batch-jobs,,HOURS,1\n"+
+		"acme,one-shot,batch-jobs,"+t0.Add(time.Minute).UTC().Format(time.RFC3339)+",,\n")
+	within(t, ctx, "dropped.csv to appear live on the files page",
+		waitJS(`document.querySelector("#files") && document.querySelector("#files").textContent.includes("dropped.csv") && window.notReloaded === true`))
+
+	// Upload through the browser: the file takes the watcher's path.
+	upload := filepath.Join(t.TempDir(), "uploaded.csv")
+	if err := os.WriteFile(upload, []byte("host,name,topic,timeUnit,time\nbeta,hourly-report,reports,HOURS,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, "upload uploaded.csv",
+		chromedp.Navigate(base+"/upload"),
+		chromedp.WaitVisible(chromedp.CSS("#upload-file")),
+		chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{upload}),
+		chromedp.Click(chromedp.CSS("#upload-submit")),
+		waitJS(`location.pathname === "/files"`),
+	)
+	within(t, ctx, "uploaded.csv on the files page",
+		waitJS(`document.querySelector("#files") && document.querySelector("#files").textContent.includes("uploaded.csv")`),
+	)
+	in.waitFile("archive", "uploaded.csv")
+	screenshot(t, ctx, "files")
+
+	// A task named with markup is shown as text and never runs.
+	within(t, ctx, "the task list",
+		chromedp.Navigate(base+"/tasks?host=acme"),
+		waitJS(`document.querySelector("#tasks") && document.querySelector("#tasks").textContent.includes("<script>window.pwned=1</script>")`),
+	)
+	if pwned := eval[bool](t, ctx, `window.pwned === 1`); pwned {
+		t.Fatal("a task name ran as a script")
+	}
+	screenshot(t, ctx, "tasks")
+
+	// Pause a task from its page; the page shows it paused.
+	within(t, ctx, "pause acme/every-minute",
+		chromedp.Navigate(base+"/tasks/acme/every-minute"),
+		clickJS(`#task-actions button[data-action="Pause"]`),
+		waitJS(`document.querySelector("#task-status") && document.querySelector("#task-status").textContent.includes("paused")`),
+	)
+	screenshot(t, ctx, "task")
+
+	// The dashboard counts fires as they happen.
+	within(t, ctx, "resume acme/every-minute",
+		clickJS(`#task-actions button[data-action="Resume"]`),
+		waitJS(`document.querySelector("#task-status") && !document.querySelector("#task-status").textContent.includes("paused")`),
+		chromedp.Navigate(base+"/"),
+		waitJS(`document.documentElement.getAttribute("data-live-connected") === "true"`),
+	)
+	in.advanceTo(t0.Add(time.Minute))
+	kafkatest.Eventually(t, 60*time.Second, "a fire to be recorded", func() bool {
+		var execs []json.RawMessage
+		_, body := in.call("GET", "/api/executions", "vera", "")
+		return json.Unmarshal([]byte(body), &execs) == nil && len(execs) >= 1
+	})
+	within(t, ctx, "the fire count to go up live",
+		waitJS(`Number(document.querySelector("#executions-total").textContent) >= 1`))
+	screenshot(t, ctx, "dashboard")
+
+	// A browser page of another origin cannot post in the user's name.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!DOCTYPE html><form method="post" action="%s/api/tasks/acme/every-minute/delete"><button id="go">go</button></form>`, base)
+	}))
+	defer evil.Close()
+	within(t, ctx, "a cross-origin form post",
+		chromedp.Navigate(evil.URL),
+		waitJS(`document.forms.length === 1 && (setTimeout(() => document.forms[0].submit(), 0), true)`),
+	)
+	kafkatest.Eventually(t, 60*time.Second, "the cross-origin post to be refused and audited", func() bool {
+		_, body := in.call("GET", "/api/audit?action=access.denied&actor=otto", "vera", "")
+		return strings.Contains(body, "cross-origin") && strings.Contains(body, "/api/tasks/acme/every-minute/delete")
+	})
+	if code, body := in.call("GET", "/api/tasks/acme/every-minute", "vera", ""); code != http.StatusOK || !strings.Contains(body, `"status": "active"`) {
+		t.Errorf("the cross-origin post changed the task: %d %s", code, body)
+	}
+
+	// The export holds the pause, the refusal and no live formula.
+	login(t, ctx, base, "otto", "/audit")
+	screenshot(t, ctx, "audit")
+	var body string
+	kafkatest.Eventually(t, 60*time.Second, "the export to hold the pause and the refusal", func() bool {
+		body = eval[string](t, ctx, `fetch("/audit/export.csv").then(r => r.text())`)
+		return strings.Contains(body, "otto,task.paused,acme/every-minute") && strings.Contains(body, "access.denied")
+	})
+
+	// A viewer's write is refused and audited.
+	login(t, ctx, base, "vera", "/")
+	if code := eval[int](t, ctx, `fetch("/api/tasks/acme/every-minute/trigger", {method: "POST"}).then(r => r.status)`); code != http.StatusForbidden {
+		t.Errorf("viewer trigger = %d, want 403", code)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "the viewer's refusal in the audit trail", func() bool {
+		_, body := in.call("GET", "/api/audit?actor=vera&action=access.denied", "vera", "")
+		return strings.Contains(body, "/api/tasks/acme/every-minute/trigger")
+	})
+	within(t, ctx, "the upload page", chromedp.Navigate(base+"/upload"), chromedp.WaitVisible(chromedp.CSS("main")))
+	screenshot(t, ctx, "upload")
+}
