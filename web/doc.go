@@ -1,9 +1,14 @@
 // Package web is jobdrop's console: server-rendered pages (templ
 // components, one layout, a handler, model and view per route), the JSON
-// API under /api/, and the embedded stylesheet.
+// API under /api/ and light-scheduler's /schedulers, login and roles, the
+// audit exports, uploads, live updates over server-sent events, and the
+// embedded static files (stylesheet, htmx, live.js).
 //
 // It reads through Source, a narrow interface it owns and the store
-// implements; it never writes, never talks to Kafka, and does not import
-// the store, so it carries no database dependency. Pages are plain HTML:
-// no script, no CDN, nothing fetched from outside the binary.
+// implements, and writes only through Commander, which the injector
+// implements: every change goes to Kafka's input, status and audit
+// topics, never to the database. It does not import the store, so it
+// carries no database dependency. Pages load scripts from /static only,
+// never inline and never from elsewhere (the Content-Security-Policy says
+// so), and every value is escaped by templ.
 package web
