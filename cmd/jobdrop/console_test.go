@@ -152,3 +152,34 @@ func jsonInt(n int64) string {
 	json.NewEncoder(&b).Encode(n)
 	return strings.TrimSpace(b.String())
 }
+
+func TestConsoleAccessConfig(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		wantErr string
+	}{
+		{"loopback without users is open", []string{"JOBDROP_CONSOLE_LISTEN=127.0.0.1:8080"}, ""},
+		{"localhost without users is open", []string{"JOBDROP_CONSOLE_LISTEN=localhost:8080"}, ""},
+		{"all addresses without users refuse", []string{"JOBDROP_CONSOLE_LISTEN=0.0.0.0:8080"}, "console.users is empty"},
+		{"a public name without users refuses", []string{"JOBDROP_CONSOLE_LISTEN=jobdrop.example:8080"}, "console.users is empty"},
+		{"all addresses with users start", []string{"JOBDROP_CONSOLE_LISTEN=:8080",
+			"JOBDROP_CONSOLE_USERS_0_NAME=alice", "JOBDROP_CONSOLE_USERS_0_PASSWORD_HASH=" + string(hash), "JOBDROP_CONSOLE_USERS_0_ROLE=admin"}, ""},
+		{"an unknown role", []string{"JOBDROP_CONSOLE_USERS_0_NAME=alice", "JOBDROP_CONSOLE_USERS_0_PASSWORD_HASH=" + string(hash),
+			"JOBDROP_CONSOLE_USERS_0_ROLE=root"}, "console.users[0].role"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig("", tc.env)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("loadConfig: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("loadConfig error = %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
