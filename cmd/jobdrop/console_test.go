@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,9 +41,15 @@ func reverse(s string) string {
 }
 
 // call sends a request as user (none: anonymous) and returns the status
-// and body.
+// and body. header holds name, value pairs; the pair "body", value
+// replaces the body.
 func (in *instance) call(method, path, user, body string, header ...string) (int, string) {
 	in.t.Helper()
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "body" {
+			body = header[i+1]
+		}
+	}
 	req, err := http.NewRequest(method, in.console+path, strings.NewReader(body))
 	if err != nil {
 		in.t.Fatal(err)
@@ -53,7 +61,9 @@ func (in *instance) call(method, path, user, body string, header ...string) (int
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		if header[i] != "body" {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -181,5 +191,40 @@ func TestConsoleAccessConfig(t *testing.T) {
 				t.Errorf("loadConfig error = %v, want one saying %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestUploadDryRunShowsTasksAndInjectsNothing(t *testing.T) {
+	in := startInstanceEnv(t, consoleUsers(t), kafkatest.Cluster(t)...)
+	start := in.clock.Now().Add(time.Hour).UTC()
+	upload := func(user, content string, dryRun bool) (int, string) {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, _ := mw.CreateFormFile("file", "preview.csv")
+		fw.Write([]byte(content))
+		if dryRun {
+			mw.WriteField("dryrun", "1")
+		}
+		mw.Close()
+		return in.call("POST", "/upload", user, "", "Content-Type", mw.FormDataContentType(), "body", body.String())
+	}
+	csv := "host,name,topic,start,timeUnit,time\nacme,every-2h,jobs," + start.Format(time.RFC3339) + ",HOURS,2\nacme,bad,jobs,,FORTNIGHTS,1\n"
+	if code, _ := upload("vera", csv, true); code != http.StatusForbidden {
+		t.Errorf("viewer upload = %d, want 403", code)
+	}
+	code, page := upload("otto", csv, true)
+	if code != http.StatusOK {
+		t.Fatalf("dry run = %d\n%s", code, page)
+	}
+	for _, want := range []string{"acme/every-2h", start.Format(time.RFC3339), start.Add(2 * time.Hour).Format(time.RFC3339), "FORTNIGHTS", "1 of 2 rows are invalid"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("dry run page lacks %q", want)
+		}
+	}
+	entries, _ := os.ReadDir(in.inbox)
+	for _, e := range entries {
+		if !e.IsDir() {
+			t.Errorf("the dry run left %s in the inbox", e.Name())
+		}
 	}
 }
