@@ -53,7 +53,7 @@ type ConsoleConfig struct {
 // ConsoleUser is one local account.
 type ConsoleUser struct {
 	Name string `yaml:"name"`
-	// PasswordHash is a bcrypt hash: `jobdrop hash-password`, or
+	// PasswordHash is a bcrypt hash, from `jobdrop hash-password` or
 	// htpasswd -bnBC 10 "" PASSWORD | tr -d ':\n'.
 	PasswordHash string `yaml:"password_hash"`
 	// Role is viewer, operator or admin.

@@ -228,3 +228,17 @@ func TestUploadDryRunShowsTasksAndInjectsNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestHashPassword(t *testing.T) {
+	var out bytes.Buffer
+	if err := hashPassword(strings.NewReader("correct horse\n"), &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	hash := strings.TrimSpace(out.String())
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte("correct horse")) != nil {
+		t.Errorf("%q is not a hash of the password", hash)
+	}
+	if err := hashPassword(strings.NewReader("\n"), &out, nil); err == nil {
+		t.Error("an empty password was hashed")
+	}
+}

@@ -25,6 +25,7 @@ Usage:
                                                   dry run: print the commands FILE becomes
   jobdrop inject FILE [--folder DIR] [--config FILE]
                                                   inject one file as the watcher would
+  jobdrop hash-password < PASSWORD-LINE          print the bcrypt hash for console.users
 
 With no config file jobdrop keeps its data in ./data, watches ./inbox, serves
 the console on http://127.0.0.1:8080 and an embedded Kafka broker on
@@ -63,6 +64,9 @@ func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return nil
 	}
 	cmd, args := args[0], args[1:]
+	if cmd == "hash-password" {
+		return hashPassword(os.Stdin, stdout, args)
+	}
 	fs := flag.NewFlagSet("jobdrop "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "", "configuration file (YAML)")
