@@ -57,10 +57,11 @@ type Config struct {
 	// Commander carries every write to Kafka. Nil makes the console
 	// read-only: writes answer 503.
 	Commander Commander
-	// Users are the local accounts. Required unless Anonymous is set.
+	// Users are the local accounts. With none, Anonymous is implied.
 	Users []User
-	// Anonymous lets everyone in as an admin named "local"; only for a
-	// console listening on a loopback address. Not with Users.
+	// Anonymous lets everyone in as an admin named "local": only for a
+	// console listening on a loopback address (cmd refuses to start
+	// otherwise). Not with Users.
 	Anonymous bool
 	// SecureCookies marks the session cookie Secure, for a console
 	// served over TLS.
