@@ -66,7 +66,7 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 		defer tick.Stop()
 		var last error
 		for {
-			ok, err := chromedp.Evaluate[bool]("Boolean(" + expr + ")")(ctx, t)
+			ok, err := chromedp.Evaluate[bool]("Boolean("+expr+")")(ctx, t)
 			if err == nil && ok {
 				return nil
 			}
@@ -118,7 +118,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	for {
 		within(t, ctx, "a laid-out page", waitJS(`document.body && document.body.scrollWidth > 0 && document.body.scrollHeight > 0`))
 		var err error
-		if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(90)); err == nil {
+		if png, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("screenshot %s: %v", name, err)
