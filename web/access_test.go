@@ -167,3 +167,29 @@ func TestEventsSayChangedAfterACommit(t *testing.T) {
 	close(changed) // a commit
 	next("the event after a commit")
 }
+
+func TestBasicAuthRemembersOnlyTheRightPassword(t *testing.T) {
+	hash, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	f := history(t)
+	srv, err := web.New(web.Config{Users: []web.User{{Name: "worker", PasswordHash: string(hash), Role: web.Operator}}}, f.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for i, tc := range []struct {
+		password string
+		want     int
+	}{{"s3cret", 200}, {"s3cret", 200}, {"wrong", 401}, {"s3cret ", 401}, {"s3cret", 200}} {
+		req, _ := http.NewRequest("GET", ts.URL+"/api/summary", nil)
+		req.SetBasicAuth("worker", tc.password)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("request %d with %q = %s, want %d", i, tc.password, resp.Status, tc.want)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -104,10 +106,19 @@ type auth struct {
 
 	mu       sync.Mutex
 	sessions map[string]session
+	// verified remembers basic credentials that matched, by a keyed
+	// hash, for basicTTL: a worker reporting status on every execution
+	// pays for bcrypt once, not on every request.
+	verified map[[32]byte]time.Time
+	key      []byte
 }
 
+// basicTTL is how long verified basic credentials are remembered.
+const basicTTL = 5 * time.Minute
+
 func newAuth(cfg Config) (*auth, error) {
-	a := &auth{users: map[string]User{}, anonymous: cfg.Anonymous, secure: cfg.SecureCookies, now: cfg.Now, sessions: map[string]session{}}
+	a := &auth{users: map[string]User{}, anonymous: cfg.Anonymous, secure: cfg.SecureCookies, now: cfg.Now, sessions: map[string]session{}, verified: map[[32]byte]time.Time{}, key: make([]byte, 32)}
+	rand.Read(a.key)
 	for i, u := range cfg.Users {
 		if u.Name == "" {
 			return nil, fmt.Errorf("users[%d]: empty name", i)
@@ -142,6 +153,33 @@ func (a *auth) check(name, password string) (User, bool) {
 	}
 	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
 	return u, ok && err == nil
+}
+
+// checkBasic is check with a memory of recent successes.
+func (a *auth) checkBasic(name, password string) (User, bool) {
+	mac := hmac.New(sha256.New, a.key)
+	mac.Write([]byte(name))
+	mac.Write([]byte{0})
+	mac.Write([]byte(password))
+	var k [32]byte
+	copy(k[:], mac.Sum(nil))
+	now := a.now()
+	a.mu.Lock()
+	until, ok := a.verified[k]
+	a.mu.Unlock()
+	if u, known := a.users[name]; ok && known && now.Before(until) {
+		return u, true
+	}
+	u, ok := a.check(name, password)
+	if ok {
+		a.mu.Lock()
+		if len(a.verified) > 10_000 {
+			clear(a.verified)
+		}
+		a.verified[k] = now.Add(basicTTL)
+		a.mu.Unlock()
+	}
+	return u, ok
 }
 
 func (a *auth) newSession(user string) string {
@@ -183,7 +221,7 @@ func (a *auth) identify(r *http.Request) (principal, bool) {
 		}
 	}
 	if name, pw, ok := r.BasicAuth(); ok {
-		if u, ok := a.check(name, pw); ok {
+		if u, ok := a.checkBasic(name, pw); ok {
 			return principal{Name: u.Name, Role: u.Role}, true
 		}
 	}
