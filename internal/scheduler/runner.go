@@ -526,6 +526,11 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			after = max(after, accepted-1)
 		}
 		if exists {
+			if src.Batch == "" {
+				// A change by hand (pause, resume, API) keeps the file the
+				// task came from.
+				st.Source.Batch, st.Source.File, st.Source.Row = e.st.Source.Batch, e.st.Source.File, e.st.Source.Row
+			}
 			action = record.ActionTaskUpdated
 			if sameData {
 				action = changeAction(&e.st.Definition, &d)
