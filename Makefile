@@ -6,7 +6,7 @@ BIN      := bin/jobdrop
 # The test suite runs on 2 cores in well under ten minutes.
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: help build generate verify lint test test-go bench chaos run
+.PHONY: help build generate verify lint test test-go fuzz bench chaos run
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -28,10 +28,19 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 
-test: verify lint test-go ## verify, lint and run every test
+test: verify lint test-go fuzz ## verify, lint, run every test and fuzz each converter briefly
 
 test-go:
 	$(GO) test $(TESTFLAGS) $(PKGS)
+
+FUZZTIME ?= 5s
+FUZZ     := FuzzCSV FuzzXLSX FuzzJSON FuzzCrontab
+
+fuzz: ## run each converter's fuzz target for FUZZTIME (default 5s)
+	@log=$$(mktemp); for f in $(FUZZ); do \
+	  echo "fuzz $$f for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./converters >$$log 2>&1 || { cat $$log; rm -f $$log; exit 1; }; \
+	done; rm -f $$log
 
 bench: ## run the benchmarks, then drop 1M CSV / 200k Excel rows beside kcat and print a table
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list $(PKGS) | grep -v '/bench$$')
