@@ -166,11 +166,13 @@ type Result struct {
 // RejectedError is returned for a file with invalid rows; its message is the
 // error report, one line per problem.
 type RejectedError struct {
-	File   string
-	Rows   int      // data rows read
-	Bad    int      // rows rejected
-	Errors []string // the first MaxErrors problems
-	Err    error    // a problem with the file as a whole, if any
+	File string
+	Rows int // data rows read
+	Bad  int // rows rejected
+	// Problems counts what was wrong: a row may have several problems.
+	Problems int
+	Errors   []string // the first MaxErrors problems
+	Err      error    // a problem with the file as a whole, if any
 	// Partial is set when the other rows were injected (PolicyGoodRows).
 	Partial bool
 }
@@ -196,8 +198,8 @@ func (e *RejectedError) Error() string {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	if e.Bad > len(e.Errors) {
-		fmt.Fprintf(&b, "… and %d more rows\n", e.Bad-len(e.Errors))
+	if e.Problems > len(e.Errors) {
+		fmt.Fprintf(&b, "… and %d more problems\n", e.Problems-len(e.Errors))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
@@ -364,7 +366,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	seed := maphash.MakeSeed()
 	firstRow := map[uint64]int{}
 	fail := func(line string) {
-		rej.Bad++
+		rej.Problems++
 		if len(rej.Errors) < in.cfg.MaxErrors {
 			rej.Errors = append(rej.Errors, line)
 		}
@@ -397,6 +399,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 		}
 		return ctx.Err()
 	})
+	rej.Bad = len(skip)
 	if err != nil {
 		rej.Err = err
 	} else if rej.Rows == 0 {

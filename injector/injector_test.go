@@ -121,3 +121,16 @@ func TestLargeFileIsOneTransaction(t *testing.T) {
 		t.Errorf("%d distinct tasks, want %d", len(seen), rows)
 	}
 }
+
+func TestReportCountsRowsNotProblems(t *testing.T) {
+	in, _, _ := newInjector(t)
+	path := writeFile(t, "bad.csv", "host,name,topic,start,timeUnit,time\nacme,ok,jobs,,MINUTES,5\nacme,broken,jobs,yesterday,FORTNIGHTS,1\n")
+	_, err := in.Inject(context.Background(), File{Path: path}, converters.CSV{}, converters.Options{})
+	var rej *RejectedError
+	if !errors.As(err, &rej) || rej.Bad != 1 || rej.Problems != 2 {
+		t.Fatalf("got %+v; want 1 bad row with 2 problems", rej)
+	}
+	if !strings.Contains(err.Error(), "1 of 2 rows rejected") {
+		t.Errorf("report:\n%s", err)
+	}
+}
