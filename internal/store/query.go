@@ -59,6 +59,9 @@ func scanBatch(s scanner) (storetype.Batch, error) {
 		b.Errors = strings.Split(errs, "\n")
 	}
 	b.Accepted = max(b.Rows-b.Rejected, 0)
+	if b.Status == storetype.BatchRejected {
+		b.Accepted = 0 // rejected whole: its valid rows were not injected either
+	}
 	b.LastDuplicateAt = timePtr(lastDup)
 	b.FirstSeen = timeOf(first)
 	b.UpdatedAt = timeOf(updated)

@@ -38,7 +38,8 @@ type Batch struct {
 	Rows int `json:"rows"`
 	// Rejected counts the invalid rows.
 	Rejected int `json:"rejected"`
-	// Accepted counts the valid rows: Rows less Rejected.
+	// Accepted counts the rows injected: Rows less Rejected, and none for
+	// a file rejected whole.
 	Accepted int    `json:"accepted"`
 	Status   string `json:"status"`
 	// Errors holds the first row errors of a rejected file.
