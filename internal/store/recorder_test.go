@@ -211,7 +211,7 @@ func TestRecorderAppliesCommittedRecordsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bad.Status != storetype.BatchRejected || bad.Rejected != 2 || bad.Accepted != 1 || len(bad.Errors) != 2 {
+		if bad.Status != storetype.BatchRejected || bad.Rejected != 2 || bad.Accepted != 0 || len(bad.Errors) != 2 {
 			t.Errorf("rejected batch = %+v", bad)
 		}
 		if _, err := st.BatchByID(ctx, batchLost); !errors.Is(err, storetype.ErrNotFound) {
