@@ -28,6 +28,7 @@ import (
 var (
 	benchBurst  = flag.Int("bench-burst", 100_000, "tasks due in the same second for BenchmarkBurst")
 	benchActive = flag.Int("bench-active", 100_000, "tasks held for BenchmarkActiveTasks")
+	benchTxn    = flag.Int("bench-txn", 0, "fires per transaction (0: the engine's default)")
 )
 
 const brokerEnv = "JOBDROP_BENCH_BROKER"
@@ -97,9 +98,10 @@ func startBenchEngine(b *testing.B, brokers []string) *benchEngine {
 	be := &benchEngine{brokers: brokers, topics: topics}
 	tcl, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	e, err := New(Config{
-		ClientOpts: kafka.ClientOpts(brokers, "bench"),
-		Topics:     topics,
-		Targets:    kafka.NewTargetTopics(tcl, 8, -1, true),
+		ClientOpts:     kafka.ClientOpts(brokers, "bench"),
+		Topics:         topics,
+		Targets:        kafka.NewTargetTopics(tcl, 8, -1, true),
+		MaxFiresPerTxn: *benchTxn,
 		OnCommit: func(scheduled []int64, at time.Time) {
 			be.mu.Lock()
 			defer be.mu.Unlock()

@@ -27,7 +27,8 @@ type Config struct {
 	// the host name.
 	Node string
 	// MaxFiresPerTxn caps the fires committed in one transaction. Defaults
-	// to 10,000.
+	// to 2,500: smaller transactions commit the first fires of a burst
+	// sooner, and on 2 cores drained a burst faster than 10,000 did.
 	MaxFiresPerTxn int
 	// SessionTimeout is how long the group waits for a silent instance
 	// before giving its partitions to others. Defaults to 10s.
@@ -72,7 +73,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		cfg.Node = hostname()
 	}
 	if cfg.MaxFiresPerTxn == 0 {
-		cfg.MaxFiresPerTxn = 10_000
+		cfg.MaxFiresPerTxn = 2_500
 	}
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 10 * time.Second
