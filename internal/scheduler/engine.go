@@ -101,6 +101,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(e.cfg.SessionTimeout / 10),
+		// Giving up a partition only waits for the transaction under way,
+		// so members need little time to rejoin. A coordinator that waits
+		// out the rebalance timeout for members that died meanwhile (the
+		// embedded broker does) would otherwise leave their partitions
+		// unowned for kgo's default of a minute.
+		kgo.RebalanceTimeout(e.cfg.SessionTimeout),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			e.assign(ctx, m[input])
 		}),
