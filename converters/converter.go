@@ -3,6 +3,8 @@ package converters
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,4 +157,21 @@ func (r *Registry) For(path string) (string, Converter, error) {
 		pats = append(pats, e.pattern)
 	}
 	return "", nil, fmt.Errorf("no converter for %q (known patterns: %s)", filepath.Base(path), strings.Join(pats, ", "))
+}
+
+// readerConverter is the ConvertReader of a format read from a stream.
+type readerConverter func(ctx context.Context, file string, r io.Reader, opts Options, emit func(Row) error) error
+
+// convertFile opens path and hands it to a stream converter under its base
+// name.
+func convertFile(ctx context.Context, path string, opts Options, emit func(Row) error, conv readerConverter) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return conv(ctx, filepath.Base(path), f, opts, emit)
 }

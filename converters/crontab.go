@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,15 +50,7 @@ const maxCrontabLine = 64 << 10
 
 // Convert reads the crontab at path; see Converter.
 func (Crontab) Convert(ctx context.Context, path string, opts Options, emit func(Row) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return Crontab{}.ConvertReader(ctx, filepath.Base(path), f, opts, emit)
+	return convertFile(ctx, path, opts, emit, Crontab{}.ConvertReader)
 }
 
 // ConvertReader reads a crontab from r as Convert does; file is the name

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -40,15 +38,7 @@ var _ Converter = CSV{}
 
 // Convert reads the CSV file at path; see Converter.
 func (c CSV) Convert(ctx context.Context, path string, opts Options, emit func(Row) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return c.ConvertReader(ctx, filepath.Base(path), f, opts, emit)
+	return convertFile(ctx, path, opts, emit, c.ConvertReader)
 }
 
 // errRecordTooLong stops the csv reader when one record exceeds the bound.

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/jobdrop/jobdrop/task"
@@ -37,15 +35,7 @@ var _ Converter = JSON{}
 
 // Convert reads the JSON file at path; see Converter.
 func (j JSON) Convert(ctx context.Context, path string, opts Options, emit func(Row) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return j.ConvertReader(ctx, filepath.Base(path), f, opts, emit)
+	return convertFile(ctx, path, opts, emit, j.ConvertReader)
 }
 
 // jsonExpected says what a JSON job list looks like.
