@@ -34,7 +34,7 @@ test-go:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 FUZZTIME ?= 5s
-FUZZ     := FuzzCSV FuzzXLSX FuzzJSON FuzzCrontab
+FUZZ     := FuzzCSV FuzzXLSX FuzzJSON FuzzCrontab FuzzExec
 
 fuzz: ## run each converter's fuzz target for FUZZTIME (default 5s)
 	@log=$$(mktemp); for f in $(FUZZ); do \

@@ -1,6 +1,7 @@
 package converters
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -125,5 +126,24 @@ echo '{"host":"acme","name":"c","topic":"jobs","action":"LATER"}'
 		if err == nil || !strings.Contains(err.Error(), "exec.program") {
 			t.Fatalf("err = %v, want an error naming exec.program", err)
 		}
+	})
+}
+
+// FuzzExec feeds arbitrary program output to the reader of the exec
+// converter: it must never panic, and every row it emits is a valid
+// definition or a *RowError naming the file and the line.
+func FuzzExec(f *testing.F) {
+	f.Add([]byte(`{"host":"acme","name":"a","topic":"t","frequency":{"timeUnit":"MINUTES","time":5}}` + "\n"))
+	f.Add([]byte("{\"host\":\"a\",\"name\":\"b\",\"topic\":\"t\",\"extra\":1}\n\nnot json\n{}{}\n"))
+	f.Add([]byte(`{"host":"a","name":"b","topic":"t","start":-5,"cron":"61 * * * *"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		prev := 0
+		_, _ = readDefinitions("plugin", bytes.NewReader(b), func(r Row) error {
+			if err := checkRow("plugin", prev, r); err != nil {
+				t.Fatal(err)
+			}
+			prev = r.Line
+			return nil
+		})
 	})
 }
