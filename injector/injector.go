@@ -184,8 +184,10 @@ func (e *RejectedError) Error() string {
 			for _, l := range lines {
 				fmt.Fprintf(&b, "%s\n", l)
 			}
+		} else if msg := e.Err.Error(); strings.HasPrefix(msg, e.File+":") {
+			fmt.Fprintf(&b, "%s\n", msg) // it names the file already
 		} else {
-			fmt.Fprintf(&b, "%s: %v\n", e.File, e.Err)
+			fmt.Fprintf(&b, "%s: %s\n", e.File, msg)
 		}
 	}
 	switch {
