@@ -43,7 +43,37 @@ type Config struct {
 	MaxErrors int
 	// Now is the clock of audit timestamps. Defaults to time.Now.
 	Now func() time.Time
+	// OnFile, if set, is told what became of every file Inject handled,
+	// except those interrupted by ctx (they are handled again at the next
+	// start) and those failed with ErrUnavailable (they are handled
+	// again once Kafka takes them). It runs on Inject's goroutine and
+	// must be quick.
+	OnFile func(FileDone)
 }
+
+// FileDone is what became of one file, for Config.OnFile.
+type FileDone struct {
+	// Outcome is Injected, Partial, Duplicate, Rejected (invalid
+	// content), or Failed (any other error but ErrUnavailable, such as
+	// a file that cannot be read).
+	Outcome Outcome
+	// Rows counts the data rows read; Rejected the invalid ones.
+	Rows, Rejected int
+	// Took is the time from Inject's call, right after the watcher
+	// claimed the file, to the commit of its transaction, by the real
+	// clock; zero when nothing was committed.
+	Took time.Duration
+}
+
+// ErrUnavailable marks the error of a file that could not be injected for
+// a reason outside it: the brokers did not take its transaction (they are
+// unreachable, or refuse writes while their disk is full), or the batches
+// injected before could not be looked up. Nothing of the file was
+// injected; injecting it again later may succeed.
+var ErrUnavailable = errors.New("kafka or the batch store is unavailable")
+
+// errClosed is the error of a transaction asked of a closed Injector.
+var errClosed = errors.New("injector closed")
 
 // Batches answers whether a batch id was already injected.
 type Batches interface {
@@ -60,6 +90,10 @@ type Injector struct {
 	mu       sync.Mutex // owns cl: one transaction at a time
 	cl       *kgo.Client
 	injected map[string]bool // batch ids committed by this process
+
+	// notices is a plain producer for arrival events, which must not wait
+	// behind a large file's transaction.
+	notices *kgo.Client
 }
 
 var _ Batches = (*Injector)(nil)
@@ -90,17 +124,66 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("injector: %w", err)
 	}
-	return &Injector{cfg: cfg, batches: batches, log: log.With("component", "injector"), cl: cl, injected: map[string]bool{}}, nil
+	notices, err := kgo.NewClient(append([]kgo.Opt{kgo.ProducerLinger(0)}, cfg.ClientOpts...)...)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("injector: %w", err)
+	}
+	return &Injector{cfg: cfg, batches: batches, log: log.With("component", "injector"), cl: cl, notices: notices, injected: map[string]bool{}}, nil
 }
 
-// Close releases the producer. It is safe to call more than once.
+// Close releases the producers. It is safe to call more than once.
 func (in *Injector) Close() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.cl != nil {
 		in.cl.Close()
+		in.notices.Close()
 		in.cl = nil
 	}
+}
+
+// Arrive records an event of a file's arrival (a.Arrival set): received,
+// converting, failed or withdrawn. It is produced outside any transaction,
+// so it is not held up by a file being injected; done, when not nil, is
+// called with the outcome once the brokers have it. Events of one arrival
+// keep their order, and come before the file's batch event as long as each
+// was done before the file was injected.
+func (in *Injector) Arrive(ctx context.Context, a record.Audit, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if a.ID == "" {
+		now := in.cfg.Now()
+		a.At = now.UnixMilli()
+		a.ID = a.Action + ":" + a.Arrival.ID + ":" + strconv.FormatInt(now.UnixNano(), 36)
+	}
+	in.notices.Produce(ctx, in.encodeAudit(a), func(_ *kgo.Record, err error) { done(err) })
+}
+
+// Moved records that the file of batch b, as handled by actor, was moved
+// to path in its folder's archive/ or failed/: the console serves each
+// drop's own file and report from there, whatever name an earlier file
+// took. It is produced like Arrive, outside any transaction; done, when
+// not nil, is called with the outcome once the brokers have it.
+func (in *Injector) Moved(ctx context.Context, actor string, b record.Batch, path string, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	now := in.cfg.Now()
+	a := record.Audit{
+		ID:      record.ActionFileMoved + ":" + b.ID + ":" + strconv.FormatInt(now.UnixNano(), 36),
+		At:      now.UnixMilli(),
+		Actor:   actor,
+		Action:  record.ActionFileMoved,
+		Object:  path,
+		Outcome: record.OutcomeOK,
+		Detail:  b.File + " moved to " + path,
+		// The batch, not the arrival, names the file: the arrival may be
+		// a new file of the same name already.
+		Batch: &record.Batch{ID: b.ID, File: b.File, Folder: b.Folder},
+	}
+	in.notices.Produce(ctx, in.encodeAudit(a), func(_ *kgo.Record, err error) { done(err) })
 }
 
 // File is one file to inject.
@@ -117,6 +200,9 @@ type File struct {
 	// MaxBytes bounds the file's size: a larger file is rejected before it
 	// is read. Defaults to DefaultMaxBytes; negative means no limit.
 	MaxBytes int64
+	// Arrival is the record.ArrivalID of a file from a watched folder,
+	// carried on its batch.
+	Arrival string
 }
 
 // DefaultMaxBytes is the size limit of a file when File.MaxBytes is 0.
@@ -151,6 +237,9 @@ const (
 	// Partial is a file whose valid rows were injected and whose invalid
 	// ones were left out, under PolicyGoodRows.
 	Partial Outcome = "partial"
+	// Failed is reported to Config.OnFile, never returned by Inject: the
+	// file could not be injected for a reason other than its content.
+	Failed Outcome = "failed"
 )
 
 // Result describes an injected, duplicate, rejected or partly injected file.
@@ -225,6 +314,31 @@ func (in *Injector) BatchInjected(ctx context.Context, id string) (bool, error) 
 // nil error. A file over f.MaxBytes is rejected unread. Content injected
 // before is recorded as a duplicate and injects nothing.
 func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converter, opts converters.Options) (Result, error) {
+	start := time.Now()
+	res, err := in.inject(ctx, f, conv, opts)
+	if in.cfg.OnFile != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) {
+		in.cfg.OnFile(fileDone(res, err, time.Since(start)))
+	}
+	return res, err
+}
+
+// fileDone says what became of a file from what Inject returned.
+func fileDone(res Result, err error, took time.Duration) FileDone {
+	d := FileDone{Outcome: res.Outcome, Rows: res.Batch.Rows, Rejected: res.Batch.Rejected}
+	var rej *RejectedError
+	switch {
+	case errors.As(err, &rej):
+		d.Outcome = Rejected
+	case err != nil:
+		d.Outcome = Failed
+	}
+	if err == nil && (d.Outcome == Injected || d.Outcome == Partial) {
+		d.Took = took
+	}
+	return d
+}
+
+func (in *Injector) inject(ctx context.Context, f File, conv converters.Converter, opts converters.Options) (Result, error) {
 	if f.Name == "" {
 		f.Name = filepath.Base(f.Path)
 	}
@@ -238,15 +352,18 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", f.Name, err)
 	}
-	batch := record.Batch{ID: id, File: f.Name, Folder: f.Folder, Size: size}
+	batch := record.Batch{ID: id, File: f.Name, Folder: f.Folder, Size: size, Arrival: f.Arrival}
 	seen, err := in.BatchInjected(ctx, id)
 	if err != nil {
-		return Result{}, fmt.Errorf("check batch %s: %w", f.Name, err)
+		return Result{}, fmt.Errorf("check batch %s: %w: %w", f.Name, ErrUnavailable, err)
 	}
 	if seen {
 		err := in.audit(ctx, record.ActionFileDuplicate, record.OutcomeNoChange, &batch,
 			"same content as a file injected before; nothing injected")
-		return Result{Outcome: Duplicate, Batch: batch}, err
+		if err != nil {
+			return Result{}, fmt.Errorf("record duplicate %s: %w: %w", f.Name, ErrUnavailable, err)
+		}
+		return Result{Outcome: Duplicate, Batch: batch}, nil
 	}
 
 	rows, rej, skip := in.check(ctx, f, conv, opts)
@@ -274,6 +391,7 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 			rej.Rows-rej.Bad, rej.Rows, rej.Bad, PolicyGoodRows, f.Name)
 	}
 	src := record.Source{Batch: id, File: f.Name, Actor: in.cfg.Actor}
+	var fillErr error // the file's own problem, found while producing
 	err = in.transact(ctx, func(produce func(*kgo.Record)) error {
 		emit := func(r converters.Row) error {
 			if _, bad := skip[r.Line]; bad && partial {
@@ -290,12 +408,16 @@ func (in *Injector) Inject(ctx context.Context, f File, conv converters.Converte
 				_ = emit(r)
 			}
 		} else if err := conv.Convert(ctx, f.Path, opts, emit); err != nil {
+			fillErr = err
 			return err
 		}
 		produce(in.auditRecord(record.ActionFileInjected, record.OutcomeOK, &batch, detail))
 		return nil
 	})
 	if err != nil {
+		if fillErr == nil && ctx.Err() == nil && !errors.Is(err, errClosed) {
+			return Result{}, fmt.Errorf("inject %s: %w: %w", f.Name, ErrUnavailable, err)
+		}
 		return Result{}, fmt.Errorf("inject %s: %w", f.Name, err)
 	}
 	in.mu.Lock()
@@ -327,7 +449,7 @@ func (in *Injector) checkSize(ctx context.Context, f File) *sizeError {
 	}
 	// Not hashed: reading a huge file whole is what the limit avoids. The
 	// rejection is audited without a batch id.
-	batch := record.Batch{File: f.Name, Folder: f.Folder, Size: fi.Size()}
+	batch := record.Batch{File: f.Name, Folder: f.Folder, Size: fi.Size(), Arrival: f.Arrival}
 	rej := &RejectedError{File: f.Name, Err: fmt.Errorf("file is %s (%d bytes), over the size limit of %s (max_file_bytes: %d); nothing was read or injected",
 		humanBytes(fi.Size()), fi.Size(), humanBytes(limit), limit)}
 	batch.Errors = []string{rej.Error()}
@@ -471,8 +593,14 @@ func (in *Injector) auditRecord(action, outcome string, b *record.Batch, detail 
 
 func (in *Injector) encodeAudit(a record.Audit) *kgo.Record {
 	v, _ := json.Marshal(a)
+	// Events of one file share a key, so they are read in order.
 	key := a.Actor
-	if a.Batch != nil {
+	switch {
+	case a.Arrival != nil:
+		key = a.Arrival.ID
+	case a.Batch != nil && a.Batch.Arrival != "":
+		key = a.Batch.Arrival
+	case a.Batch != nil && a.Batch.ID != "":
 		key = a.Batch.ID
 	}
 	return &kgo.Record{Topic: in.cfg.Topics.Audit, Key: []byte(key), Value: v}
@@ -498,7 +626,7 @@ func (in *Injector) transact(ctx context.Context, fill func(produce func(*kgo.Re
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.cl == nil {
-		return errors.New("injector closed")
+		return errClosed
 	}
 	return kafka.Transact(ctx, in.cl, fill, nil)
 }

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"sync"
 	"time"
 )
 
@@ -55,10 +56,46 @@ func (d *Definition) rawNext(anchor, after int64) (int64, bool) {
 		if after < anchor {
 			return anchor, true
 		}
-		return anchor + ((after-anchor)/p+1)*p, true
+		k := (after-anchor)/p + 1
+		if loc := d.calendarDays(); loc != nil {
+			return d.nthDay(anchor, after, k, loc), true
+		}
+		return anchor + k*p, true
 	default:
 		return anchor, after < anchor
 	}
+}
+
+// calendarDays is the time zone whose calendar a task repeating every N
+// days follows, keeping its local time of day across daylight-saving
+// changes (a daily 22:30 in Europe/Paris stays 22:30 in summer), as cron
+// does; nil for fixed intervals. In UTC, days are 24 hours anyway.
+func (d *Definition) calendarDays() *time.Location {
+	if d.Frequency == nil || d.Frequency.TimeUnit != Days || d.Cron != "" {
+		return nil
+	}
+	if loc := d.location(); loc != time.UTC {
+		return loc
+	}
+	return nil
+}
+
+// nthDay is the first occurrence strictly after after of a task repeating
+// every N calendar days in loc from anchor, starting the search at the
+// k-th occurrence (exact but for daylight-saving hours). A local time
+// skipped by a change fires at the same distance after it (02:30 on a
+// spring-forward night in Paris fires at 03:30).
+func (d *Definition) nthDay(anchor, after, k int64, loc *time.Location) int64 {
+	local := Time(anchor).In(loc)
+	n := int(d.Frequency.Time)
+	at := func(k int64) int64 { return local.AddDate(0, 0, int(k)*n).UnixMilli() }
+	for k > 1 && at(k-1) > after {
+		k--
+	}
+	for at(k) <= after {
+		k++
+	}
+	return at(k)
 }
 
 // MisfireThreshold is how late an occurrence may be and still count as
@@ -95,7 +132,7 @@ func (d *Definition) Plan(anchor, due, now int64) (fire int64, fires bool, follo
 // skipToLast returns the first of the last n occurrences due at now,
 // walking from due.
 func (d *Definition) skipToLast(anchor, due, now int64, n int) int64 {
-	if d.Frequency != nil && d.Cron == "" && d.Window == nil {
+	if d.Frequency != nil && d.Cron == "" && d.Window == nil && d.calendarDays() == nil {
 		p := d.Frequency.Period().Milliseconds()
 		last := anchor + (now-anchor)/p*p
 		if d.End != nil && last > *d.End {
@@ -136,12 +173,20 @@ func (d *Definition) location() *time.Location {
 	if d.Timezone == "" {
 		return time.UTC
 	}
+	if loc, ok := zones.Load(d.Timezone); ok {
+		return loc.(*time.Location)
+	}
 	loc, err := time.LoadLocation(d.Timezone)
 	if err != nil {
 		return time.UTC
 	}
+	zones.Store(d.Timezone, loc)
 	return loc
 }
+
+// zones keeps the time zones loaded: time.LoadLocation reads the zone's
+// file at every call, and the engine asks at every fire.
+var zones sync.Map
 
 func ceilDiv(a, b int64) int64 {
 	q := a / b

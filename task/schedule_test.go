@@ -244,3 +244,50 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		t.Errorf("a DELETE needs only its key: %v", err)
 	}
 }
+
+// TestDailyTasksKeepTheirLocalTimeAcrossDaylightSaving: a task repeating
+// every N days in a time zone fires at the same local time whatever the
+// season, as a migrated crontab line did; in UTC days are 24 hours.
+func TestDailyTasksKeepTheirLocalTimeAcrossDaylightSaving(t *testing.T) {
+	daily := func(zone, start string, n int32) Definition {
+		d := every(Days, n, Ptr(ms(start)))
+		d.Timezone = zone
+		return d
+	}
+	cases := []struct {
+		name string
+		def  Definition
+		from string
+		want []string
+	}{
+		{"Paris 22:30 through spring forward", daily("Europe/Paris", "2026-03-27T21:30:00Z", 1), "2026-03-27T00:00:00Z",
+			[]string{"2026-03-27T21:30:00Z", "2026-03-28T21:30:00Z", "2026-03-29T20:30:00Z", "2026-03-30T20:30:00Z"}},
+		{"Paris 22:30 through fall back", daily("Europe/Paris", "2026-10-23T20:30:00Z", 1), "2026-10-24T00:00:00Z",
+			[]string{"2026-10-24T20:30:00Z", "2026-10-25T21:30:00Z", "2026-10-26T21:30:00Z"}},
+		{"New York 08:00 every 2 days", daily("America/New_York", "2026-03-05T13:00:00Z", 2), "2026-03-06T00:00:00Z",
+			[]string{"2026-03-07T13:00:00Z", "2026-03-09T12:00:00Z", "2026-03-11T12:00:00Z"}},
+		{"Paris 02:30 skipped on spring-forward night", daily("Europe/Paris", "2026-03-28T01:30:00Z", 1), "2026-03-28T02:00:00Z",
+			[]string{"2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"}},
+		{"UTC days are 24 hours", daily("", "2026-03-27T21:30:00Z", 1), "2026-03-28T00:00:00Z",
+			[]string{"2026-03-28T21:30:00Z", "2026-03-29T21:30:00Z"}},
+		{"a year on, still 22:30 in Paris", daily("Europe/Paris", "2026-03-27T21:30:00Z", 1), "2027-07-01T00:00:00Z",
+			[]string{"2027-07-01T20:30:00Z"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, f := range c.def.NextFires(*c.def.Start, ms(c.from)-1, len(c.want)) {
+				got = append(got, Time(f).Format(time.RFC3339))
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("fires %v, want %v", got, c.want)
+			}
+		})
+	}
+	// FIRE_ALL replays missed days on the same calendar.
+	d := daily("Europe/Paris", "2026-03-27T21:30:00Z", 1)
+	d.Misfire = FireAll
+	if fire, _, next, _ := d.Plan(*d.Start, ms("2026-03-28T21:30:00Z"), ms("2026-03-31T00:00:00Z")); fire != ms("2026-03-28T21:30:00Z") || next != ms("2026-03-29T20:30:00Z") {
+		t.Errorf("FIRE_ALL fired %s then %s", Time(fire).Format(time.RFC3339), Time(next).Format(time.RFC3339))
+	}
+}

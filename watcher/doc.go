@@ -12,10 +12,21 @@
 //	DIR/archive/      handled files; NAME.errors.txt beside one handled in part
 //	DIR/failed/       rejected files, each beside NAME.errors.txt
 //
-// Only regular files directly in a folder are input. Subfolders, symbolic
-// links, hidden names (".x"), lock files ("~x") and names ending in .tmp,
-// .part, .crdownload, .swp or .errors.txt are never touched, so a tool can
-// write "jobs.csv.part" and rename it to "jobs.csv" when done.
+// Only regular files directly in a folder are input. Hidden names (".x"),
+// lock files ("~x") and names ending in .tmp, .part, .crdownload, .swp or
+// .errors.txt are never touched, so a tool can write "jobs.csv.part" and
+// rename it to "jobs.csv" when done. Every other entry is checked once,
+// before it is claimed, and refused with a RefusedError when it is not a
+// regular file (a symbolic link, wherever it points, a named pipe, a
+// socket, a device), when it cannot be read, or when its name holds
+// control characters, is not UTF-8 or is longer than MaxNameBytes: it is
+// moved to failed/ beside NAME.errors.txt, never opened (reading a named
+// pipe would wait for a writer). A subfolder is left where it is and
+// reported once. Names are shown in logs and reports by DisplayName.
+//
+// A file the Handler cannot handle for a reason outside it (RetryError),
+// or one that cannot be moved (a full disk), stays in .processing/ and is
+// tried again until it works; the folder's later files wait behind it.
 //
 // Per folder, Folder.Poll replaces events by frequent scans (network shares
 // send none), Folder.MinAge holds files back until they are old enough, and

@@ -46,6 +46,15 @@ type folder struct {
 	// Owned by the monitor.
 	track   *tracker
 	problem string // last problem logged; "" while the folder is fine
+	// observer, when the handler is one, and the names it was told of.
+	observer Observer
+	seen     map[string]struct{}
+	// moves is the handler when it is a MoveObserver.
+	moves MoveObserver
+	// subfolders reported as not watched, while they are there.
+	subfolders map[string]struct{}
+	// nested names the subfolders that are watched folders themselves.
+	nested map[string]bool
 }
 
 // entry is a stable file waiting to be claimed.
@@ -76,7 +85,12 @@ func newFolder(dir string, fc Folder, h Handler, log *slog.Logger, cfg Config) *
 		wake:          make(chan struct{}, 1),
 		ready:         make(chan struct{}, 1),
 		track:         newTracker(cfg.StableChecks, cfg.CheckInterval),
+		seen:          make(map[string]struct{}),
+		subfolders:    make(map[string]struct{}),
+		nested:        make(map[string]bool),
 	}
+	f.observer, _ = h.(Observer)
+	f.moves, _ = h.(MoveObserver)
 	f.track.minAge = fc.MinAge
 	if fc.DoneMarker {
 		f.track.ready = func(name string) bool {
@@ -142,9 +156,11 @@ func (f *folder) monitor(ctx context.Context, fsw *fsnotify.Watcher) {
 				f.refresh(fsw)
 			}
 		case <-check.Chan():
-			f.enqueue(f.track.check(f.clock.Now(), func(name string) (fs.FileInfo, error) {
+			stable, gone := f.track.check(f.clock.Now(), func(name string) (fs.FileInfo, error) {
 				return os.Lstat(filepath.Join(f.dir, name))
-			}))
+			})
+			f.gone(gone)
+			f.enqueue(stable)
 		case <-rescan.Chan():
 			f.refresh(fsw)
 		}
@@ -157,6 +173,7 @@ func (f *folder) takeSignals(fsw *fsnotify.Watcher) bool {
 	f.mu.Lock()
 	touched, rescanNow, lost := f.touched, f.rescanNow, f.lost
 	f.touched, f.rescanNow, f.lost = make(map[string]struct{}), false, false
+	var fresh []string
 	for name := range touched {
 		if f.ignored(name) {
 			continue
@@ -166,8 +183,23 @@ func (f *folder) takeSignals(fsw *fsnotify.Watcher) bool {
 			continue
 		}
 		f.track.touch(name)
+		if _, ok := f.seen[name]; !ok {
+			fresh = append(fresh, name)
+		}
 	}
 	f.mu.Unlock()
+	for _, name := range fresh {
+		// An event may name a file already gone, or a folder: only a
+		// regular file is announced. The tracker drops the others.
+		fi, err := os.Lstat(filepath.Join(f.dir, name))
+		switch {
+		case err != nil:
+		case fi.Mode().IsRegular():
+			f.announce(name)
+		case fi.IsDir():
+			f.subfolder(name)
+		}
+	}
 	if lost {
 		if fsw != nil {
 			_ = fsw.Remove(f.dir) // usually gone already with the folder
@@ -212,40 +244,108 @@ func (f *folder) report(err error) {
 	}
 }
 
-// scan tracks the regular files in the folder that are not tracked or
-// queued yet, oldest first.
+// scan tracks the entries in the folder that are not tracked or queued
+// yet, oldest first: regular files, and the entries the worker refuses
+// (links, pipes, sockets, devices). Subfolders are reported, once.
 func (f *folder) scan() error {
 	entries, err := os.ReadDir(f.dir)
 	if err != nil {
 		return err
 	}
 	type found struct {
-		name string
-		mod  time.Time
+		name    string
+		mod     time.Time
+		regular bool
 	}
 	var fresh []found
+	subfolders := make(map[string]struct{})
 	for _, e := range entries {
 		name := e.Name()
-		if f.ignored(name) || !e.Type().IsRegular() || f.track.has(name) {
+		if f.ignored(name) {
+			continue
+		}
+		if e.IsDir() {
+			subfolders[name] = struct{}{}
+			f.subfolder(name)
+			continue
+		}
+		if f.track.has(name) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // gone since ReadDir
 		}
-		fresh = append(fresh, found{name, fi.ModTime()})
+		fresh = append(fresh, found{name, fi.ModTime(), fi.Mode().IsRegular()})
+	}
+	for name := range f.subfolders {
+		if _, ok := subfolders[name]; !ok {
+			delete(f.subfolders, name) // reported again should it come back
+		}
 	}
 	slices.SortFunc(fresh, func(a, b found) int {
 		return cmp.Or(a.mod.Compare(b.mod), strings.Compare(a.name, b.name))
 	})
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	var announce []string
 	for _, fr := range fresh {
 		if f.queued[fr.name] == nil {
 			f.track.touch(fr.name)
+			if fr.regular {
+				announce = append(announce, fr.name)
+			}
 		}
 	}
+	f.mu.Unlock()
+	for _, name := range announce {
+		f.announce(name)
+	}
 	return nil
+}
+
+// subfolder reports a subfolder of the folder, once while it is there:
+// files inside it are not taken. The folder's own subfolders and watched
+// folders are not reported.
+func (f *folder) subfolder(name string) {
+	if _, ok := f.subfolders[name]; ok || name == ArchiveDir || name == FailedDir || f.nested[name] {
+		return
+	}
+	f.subfolders[name] = struct{}{}
+	err := &RefusedError{Name: name, Reason: typeProblem("", fs.ModeDir)}
+	f.log.Warn("subfolder is not watched: files inside it are not taken", "file", name, "error", err)
+	if f.observer != nil {
+		f.observer.FileRefused(f.dir, name, err)
+	}
+}
+
+// announce tells the observer of a file first seen, once until the file is
+// handed over or gone. A file whose name is refused is not announced: it
+// is refused as soon as it is stable.
+func (f *folder) announce(name string) {
+	if f.observer == nil || nameProblem(name) != "" {
+		return
+	}
+	if _, ok := f.seen[name]; ok {
+		return
+	}
+	f.seen[name] = struct{}{}
+	f.observer.FileSeen(f.dir, name)
+}
+
+// gone tells the observer of seen files that left the folder untaken. A
+// file another watcher of a shared folder took is in .processing/ now, and
+// is not gone: that watcher reports it.
+func (f *folder) gone(names []string) {
+	for _, name := range names {
+		if _, ok := f.seen[name]; !ok {
+			continue
+		}
+		delete(f.seen, name)
+		if _, err := os.Lstat(filepath.Join(f.processing, name)); err == nil {
+			continue
+		}
+		f.observer.FileGone(f.dir, name)
+	}
 }
 
 // enqueue hands stable files to the worker.
@@ -255,6 +355,7 @@ func (f *folder) enqueue(cands []candidate) {
 	}
 	f.mu.Lock()
 	for _, c := range cands {
+		delete(f.seen, c.name) // the handler hears of it next
 		e := &entry{candidate: c}
 		f.queue = append(f.queue, e)
 		f.queued[c.name] = e
@@ -272,7 +373,7 @@ func (f *folder) work(ctx context.Context) {
 		if e == nil {
 			return
 		}
-		lock, ok := f.claim(e)
+		lock, ok := f.claim(ctx, e)
 		if ok {
 			f.handle(ctx, e.name, lock, false)
 		}
@@ -306,13 +407,14 @@ func (f *folder) next(ctx context.Context) *entry {
 // file (nil where locking is impossible) and whether the file was claimed.
 // A file that vanished (another watcher claimed it) or is locked by another
 // watcher is skipped quietly; one that changed since it was found stable is
-// handed back to the monitor.
-func (f *folder) claim(e *entry) (*os.File, bool) {
+// handed back to the monitor; an entry that is refused is moved to failed/
+// unopened.
+func (f *folder) claim(ctx context.Context, e *entry) (*os.File, bool) {
 	src := filepath.Join(f.dir, e.name)
 	dst := filepath.Join(f.processing, e.name)
 	log := f.log.With("file", e.name)
 
-	lock, outcome := f.lockStable(src, e)
+	lock, outcome, refused := f.lockStable(src, e)
 	if outcome == claimOK {
 		err := renameNoReplace(src, dst)
 		switch {
@@ -346,6 +448,8 @@ func (f *folder) claim(e *entry) (*os.File, bool) {
 		log.Debug("file vanished before it was claimed, probably by another watcher")
 	case claimBusy:
 		log.Debug("file is being claimed by another watcher")
+	case claimRefused:
+		f.refuse(ctx, refused, log)
 	}
 	return nil, false
 }
@@ -359,46 +463,101 @@ const (
 	claimBusy                 // locked by another watcher
 	claimChanged              // changed since found stable
 	claimFailed               // logged already
+	claimRefused              // not taken: see the RefusedError
 )
 
-// lockStable opens and locks the file at src and checks it is still the
-// file found stable. Files that cannot be opened (no read permission, say)
-// are claimed unlocked so the handler reports the problem in failed/.
-func (f *folder) lockStable(src string, e *entry) (*os.File, claimOutcome) {
+// lockStable checks the entry at src, then opens and locks it and checks
+// it is still the file found stable. It is the one place that decides
+// what is taken: an entry that is not a regular file, whose name is
+// refused or that cannot be read is refused, without ever being opened
+// unless it is a regular file (and opening never waits: see
+// openRegular).
+func (f *folder) lockStable(src string, e *entry) (*os.File, claimOutcome, *RefusedError) {
 	f.mu.Lock()
 	dirty := e.dirty
 	f.mu.Unlock()
 	if dirty {
-		return nil, claimChanged
-	}
-	lock, err := os.Open(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, claimGone
-	}
-	if err != nil {
-		lock = nil
-	} else {
-		locked, err := tryLock(lock)
-		if err == nil && !locked {
-			_ = lock.Close()
-			return nil, claimBusy
-		}
+		return nil, claimChanged, nil
 	}
 	cur, err := os.Lstat(src)
 	if err != nil {
-		return lock, claimGone
+		return nil, claimGone, nil
 	}
-	if lock != nil {
+	if cur.Mode().Type() != e.mode {
+		return nil, claimChanged, nil
+	}
+	if reason := cmp.Or(typeProblem(src, cur.Mode()), nameProblem(e.name)); reason != "" {
+		return nil, claimRefused, &RefusedError{Name: e.name, Reason: reason}
+	}
+	lock, err := openRegular(src)
+	switch {
+	case err == nil:
+		locked, err := tryLock(lock)
+		if err == nil && !locked {
+			_ = lock.Close()
+			return nil, claimBusy, nil
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, claimGone, nil
+	case errors.Is(err, fs.ErrPermission):
+		why := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err // the path is the folder's business, not the report's
+		}
+		return nil, claimRefused, &RefusedError{Name: e.name, Reason: fmt.Sprintf(
+			"cannot be read (%v); let the user jobdrop runs as read it, then drop it again", why)}
+	default:
+		if now, err := os.Lstat(src); err != nil || !now.Mode().IsRegular() {
+			return nil, claimChanged, nil // replaced by a link or a pipe since
+		}
+		lock = nil // claimed unlocked: the handler reports what is wrong
+	}
+	cur, err = os.Lstat(src)
+	if err != nil {
+		return lock, claimGone, nil
+	}
+	if lock != nil && !sameFile(lock, cur) {
 		// The lock may have been won only after another watcher handled
 		// the file and a new one took its name.
-		if held, err := lock.Stat(); err != nil || !os.SameFile(held, cur) {
-			return lock, claimChanged
-		}
+		return lock, claimChanged, nil
 	}
 	if !cur.Mode().IsRegular() || cur.Size() != e.size || !cur.ModTime().Equal(e.mod) {
-		return lock, claimChanged
+		return lock, claimChanged, nil
 	}
-	return lock, claimOK
+	return lock, claimOK, nil
+}
+
+// refuse moves a refused entry from the folder to failed/, beside a report
+// saying why, and tells the observer. The entry is never opened. Should
+// the move fail (a full disk), it is tried again until it works.
+func (f *folder) refuse(ctx context.Context, refused *RefusedError, log *slog.Logger) {
+	src := filepath.Join(f.dir, refused.Name)
+	report := refused.Error() + "\n"
+	var to string
+	gone := false
+	moved := f.retry(ctx, log, "move the refused entry to "+FailedDir+"/", func() error {
+		var err error
+		to, err = moveFailed(src, f.failed, refused.Name, report, f.clock.Now())
+		if err != nil {
+			if _, lerr := os.Lstat(src); errors.Is(lerr, fs.ErrNotExist) {
+				gone = true
+				return nil
+			}
+		}
+		return err
+	})
+	switch {
+	case !moved:
+		log.Info("shutting down: the refused entry is left in the folder", "error", refused)
+	case gone:
+		log.Debug("refused entry vanished before it was moved, probably by another watcher")
+	default:
+		log.Warn("entry refused", "error", refused, "failed_as", f.rel(to))
+		if f.observer != nil {
+			f.observer.FileRefused(f.dir, refused.Name, refused)
+		}
+	}
 }
 
 // recoverLeftovers handles the files a previous run left in .processing,
@@ -432,11 +591,14 @@ func (f *folder) recoverLeftovers(ctx context.Context) {
 			return
 		}
 		path := filepath.Join(f.processing, l.name)
-		lock, err := os.Open(path)
+		lock, err := openRegular(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // another watcher finished it
 		}
 		if err != nil {
+			if cur, err := os.Lstat(path); err != nil || !cur.Mode().IsRegular() {
+				continue // not ours: the watcher never claims anything else
+			}
 			lock = nil
 		} else if locked, err := tryLock(lock); err == nil && !locked {
 			_ = lock.Close()
@@ -456,7 +618,9 @@ func sameFile(f *os.File, cur fs.FileInfo) bool {
 }
 
 // handle hands a claimed file to the handler and moves it by the outcome,
-// then releases lock.
+// then releases lock. A file the handler asks to retry, or one that cannot
+// be moved (a full disk), stays in .processing and is tried again until it
+// works, and the folder's later files wait behind it.
 func (f *folder) handle(ctx context.Context, name string, lock *os.File, recovered bool) {
 	if lock != nil {
 		defer lock.Close()
@@ -467,47 +631,70 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 		log = log.With("recovered", true)
 	}
 	start := f.clock.Now()
-	err := f.call(ctx, file)
+	var err error
+	kept := log.With("kept_in", ProcessingDir)
+	handled := f.retry(ctx, kept, "handle the file", func() error {
+		err = f.call(ctx, file)
+		var retry *RetryError
+		if errors.As(err, &retry) && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	})
 	took := slog.Int64("duration_ms", f.clock.Since(start).Milliseconds())
-
 	var partial *PartialError
+	if !handled || err != nil && ctx.Err() != nil && !errors.As(err, &partial) {
+		log.Info("shutting down: file left in "+ProcessingDir+" for the next start", took, "error", err)
+		return
+	}
+
+	var move func() (string, error)
+	sub := FailedDir
 	switch {
 	case errors.As(err, &partial):
 		// Handled, so archived even during shutdown: handling it again
 		// would find it done and lose the report.
+		sub = ArchiveDir
 		report := strings.TrimRight(partial.Error(), "\n") + "\n"
-		to, merr := moveFailed(file.Path, f.archive, name, report, f.clock.Now())
-		if merr != nil {
-			log.Error("file handled in part but not archived; it stays in "+ProcessingDir, took, "error", err, "move_error", merr)
-			return
-		}
-		f.removeMarker(name, log)
-		log.Warn("file handled in part", took, "archived_as", f.rel(to), "error", partial.Err)
-	case err != nil && ctx.Err() != nil:
-		log.Info("shutting down: file left in "+ProcessingDir+" for the next start", took, "error", err)
+		move = func() (string, error) { return moveFailed(file.Path, f.archive, name, report, f.clock.Now()) }
 	case err == nil:
-		to, merr := moveNoClobber(file.Path, f.archive, name, f.clock.Now())
-		if merr != nil {
-			log.Error("file handled but not archived; it stays in "+ProcessingDir, took, "error", merr)
-			return
-		}
-		f.removeMarker(name, log)
-		log.Info("file archived", took, "archived_as", f.rel(to))
+		sub = ArchiveDir
+		move = func() (string, error) { return moveNoClobber(file.Path, f.archive, name, f.clock.Now()) }
 	default:
 		report := strings.TrimRight(err.Error(), "\n") + "\n"
-		to, merr := moveFailed(file.Path, f.failed, name, report, f.clock.Now())
-		attrs := []any{took, "error", err}
+		move = func() (string, error) { return moveFailed(file.Path, f.failed, name, report, f.clock.Now()) }
+	}
+	var to string
+	moved := f.retry(ctx, kept, "move the file to "+sub+"/", func() error {
+		var merr error
+		to, merr = move()
+		return merr
+	})
+	if !moved {
+		log.Info("shutting down: file handled but left in "+ProcessingDir+" for the next start", took, "error", err)
+		return
+	}
+	f.removeMarker(name, log)
+	f.moved(file, to)
+	switch {
+	case partial != nil:
+		log.Warn("file handled in part", took, "archived_as", f.rel(to), "error", partial.Err)
+	case err == nil:
+		log.Info("file archived", took, "archived_as", f.rel(to))
+	default:
+		attrs := []any{took, "error", err, "failed_as", f.rel(to)}
 		var pe *panicError
 		if errors.As(err, &pe) {
 			attrs = append(attrs, "stack", pe.stack)
 		}
-		if merr != nil {
-			log.Error("file failed and cannot be moved to "+FailedDir+"; it stays in "+ProcessingDir,
-				append(attrs, "move_error", merr)...)
-			return
-		}
-		f.removeMarker(name, log)
-		log.Warn("file failed", append(attrs, "failed_as", f.rel(to))...)
+		log.Warn("file failed", attrs...)
+	}
+}
+
+// moved tells the handler, when it asked, where file went.
+func (f *folder) moved(file File, to string) {
+	if f.moves != nil {
+		f.moves.FileMoved(file, to)
 	}
 }
 

@@ -9,29 +9,43 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxNames bounds the search for a free name in archive/ or failed/.
 const maxNames = 1000
 
+// nameMax is the longest name file systems commonly allow, in bytes.
+const nameMax = 255
+
 // candidateName is the n-th name tried for name in archive/ or failed/: the
 // name itself, then the name with a UTC timestamp before its extension
 // (jobs.20261122T101500Z.csv), then with a counter as well
 // (jobs.20261122T101500Z-2.csv) for files that collide within a second.
+// A name too long to take these and the ErrorsSuffix of a report within
+// nameMax bytes (only refused names are: see MaxNameBytes) is cut short,
+// and "~" marks the cut.
 func candidateName(name string, now time.Time, n int) string {
-	if n == 0 {
-		return name
-	}
 	ext := filepath.Ext(name)
-	if ext == name {
+	if ext == name || len(ext) > 32 {
 		ext = "" // a name like ".csv" has no base to put the suffix after
 	}
 	base := strings.TrimSuffix(name, ext)
-	suffix := now.UTC().Format("20060102T150405Z")
+	suffix := ""
+	if n > 0 {
+		suffix = "." + now.UTC().Format("20060102T150405Z")
+	}
 	if n > 1 {
 		suffix += "-" + strconv.Itoa(n)
 	}
-	return base + "." + suffix + ext
+	if room := nameMax - len(ErrorsSuffix) - len(suffix) - len(ext); len(base) > room {
+		cut := room - len("~")
+		for cut > 0 && !utf8.RuneStart(base[cut]) {
+			cut--
+		}
+		base = base[:cut] + "~"
+	}
+	return base + suffix + ext
 }
 
 // moveNoClobber moves the file at src into dir under name, or under the first

@@ -36,9 +36,11 @@ type tracked struct {
 	same     int       // checks in a row that found the baseline unchanged
 }
 
-// candidate is a file that has stopped changing.
+// candidate is a file that has stopped changing, or an entry that is not
+// a regular file and so has nothing to wait for.
 type candidate struct {
 	name string
+	mode fs.FileMode // type bits only
 	size int64
 	mod  time.Time
 	seq  uint64
@@ -69,13 +71,20 @@ func (t *tracker) touch(name string) {
 // check observes every tracked file with stat at time now and returns, in
 // arrival order, the files whose size and modification time were unchanged
 // on need checks in a row after their baseline, and for need intervals;
-// those are no longer tracked. Files that are gone or no longer regular are
-// dropped.
-func (t *tracker) check(now time.Time, stat func(name string) (fs.FileInfo, error)) []candidate {
-	var out []candidate
+// those are no longer tracked. Entries that are neither regular files nor
+// folders (links, pipes, sockets, devices) are returned at once: they are
+// refused, and there is nothing to wait for. Names that are gone or are
+// folders now are dropped, and returned as gone.
+func (t *tracker) check(now time.Time, stat func(name string) (fs.FileInfo, error)) (out []candidate, gone []string) {
 	for name, s := range t.files {
 		fi, err := stat(name)
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil || fi.Mode().IsDir() {
+			delete(t.files, name)
+			gone = append(gone, name)
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			out = append(out, candidate{name: name, mode: fi.Mode().Type(), seq: s.seq})
 			delete(t.files, name)
 			continue
 		}
@@ -91,5 +100,5 @@ func (t *tracker) check(now time.Time, stat func(name string) (fs.FileInfo, erro
 		}
 	}
 	slices.SortFunc(out, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
-	return out
+	return out, gone
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -79,7 +80,7 @@ func TestTrackerTakesFilesOnlyAfterUnchangedChecks(t *testing.T) {
 					tr.touch("a.csv")
 				}
 				now := t0.Add(time.Duration(i)*interval + s.late)
-				got := tr.check(now, func(string) (fs.FileInfo, error) {
+				got, gone := tr.check(now, func(string) (fs.FileInfo, error) {
 					if s.size < 0 {
 						return nil, fs.ErrNotExist
 					}
@@ -87,6 +88,9 @@ func TestTrackerTakesFilesOnlyAfterUnchangedChecks(t *testing.T) {
 				})
 				if taken := len(got) == 1; taken != s.taken {
 					t.Fatalf("check %d: taken = %v, want %v", i+1, taken, s.taken)
+				}
+				if wantGone := s.size < 0; (len(gone) == 1) != wantGone {
+					t.Fatalf("check %d: gone = %v, want a.csv gone: %v", i+1, gone, wantGone)
 				}
 				if s.taken && (got[0].name != "a.csv" || got[0].size != s.size) {
 					t.Fatalf("check %d: got %+v", i+1, got[0])
@@ -107,7 +111,8 @@ func TestTrackerKeepsArrivalOrder(t *testing.T) {
 	stat := func(string) (fs.FileInfo, error) { return fakeInfo{size: 1}, nil }
 	tr.check(t0, stat)
 	var got []string
-	for _, c := range tr.check(t0.Add(time.Second), stat) {
+	taken, _ := tr.check(t0.Add(time.Second), stat)
+	for _, c := range taken {
 		got = append(got, c.name)
 	}
 	if !slices.Equal(got, names) {
@@ -130,10 +135,21 @@ func TestCandidateName(t *testing.T) {
 		{"jobs.csv", 2, "jobs.20261122T101500Z-2.csv"},
 		{"crontab", 1, "crontab.20261122T101500Z"},
 		{"jobs.tar.gz", 1, "jobs.tar.20261122T101500Z.gz"},
+		// The longest name taken is never cut, even with a counter.
+		{strings.Repeat("y", 196) + ".csv", 2, strings.Repeat("y", 196) + ".20261122T101500Z-2.csv"},
+		// Longer (refused) names are cut so that NAME.errors.txt fits 255
+		// bytes; a cut never splits a character.
+		{strings.Repeat("x", 246) + ".csv", 0, strings.Repeat("x", 239) + "~.csv"},
+		{strings.Repeat("x", 246) + ".csv", 2, strings.Repeat("x", 220) + "~.20261122T101500Z-2.csv"},
+		{strings.Repeat("é", 123) + ".csv", 0, strings.Repeat("é", 119) + "~.csv"},
 	}
 	for _, tt := range tests {
-		if got := candidateName(tt.name, now, tt.n); got != tt.want {
+		got := candidateName(tt.name, now, tt.n)
+		if got != tt.want {
 			t.Errorf("candidateName(%q, %d) = %q, want %q", tt.name, tt.n, got, tt.want)
+		}
+		if len(got)+len(ErrorsSuffix) > 255 {
+			t.Errorf("candidateName(%q, %d) is %d bytes: its report's name would not fit", tt.name, tt.n, len(got))
 		}
 	}
 }

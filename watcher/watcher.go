@@ -56,10 +56,53 @@ type Handler interface {
 	// NAME.errors.txt holding its text: the file was handled, but some of
 	// it was left out.
 	//
+	// A *RetryError says the file could not be handled for a reason
+	// outside it (the brokers refuse writes, say): the file stays in
+	// .processing/ and is handed over again after a wait that grows up
+	// to Config.Rescan, until HandleFile returns anything else; the
+	// folder's later files wait behind it.
+	//
 	// HandleFile must return soon after ctx is done. An error returned once
 	// ctx is done leaves the file in .processing/, and the file is handed
 	// over again at the next start: HandleFile must be idempotent.
 	HandleFile(ctx context.Context, f File) error
+}
+
+// Observer is told of files before they are taken. A Handler that also
+// implements it learns of each file the moment the watcher first sees it in
+// its folder, long before the file is stable, of a file that went away
+// before any watcher took it, and of entries the watcher refuses: what a
+// console needs to show a file as received, or why it was not taken. Its
+// methods are called from a folder's goroutines and must return at once.
+type Observer interface {
+	// FileSeen is called once per file found in the folder dir: the next
+	// call for the same name comes after the file was handed over or
+	// gone.
+	FileSeen(dir, name string)
+	// FileGone is called for a seen file that left the folder without
+	// being taken by any watcher of the folder: it was deleted or renamed
+	// away.
+	FileGone(dir, name string)
+	// FileRefused is called for an entry of the folder dir that is not
+	// taken: a link, pipe, socket or device (moved to failed/ beside its
+	// report), a file that cannot be read or whose name is refused (the
+	// same), or a subfolder (left where it is, reported once while it is
+	// there). Refused files are not announced by FileSeen first, unless
+	// they turned out unreadable only when opened.
+	FileRefused(dir, name string, err *RefusedError)
+}
+
+// MoveObserver is told where each handled file went. A Handler that also
+// implements it learns the path a file was given in archive/ or failed/,
+// which is not the dropped name when an earlier file holds that name there
+// (jobs.20261122T101500Z.csv): what a console needs to serve the file of
+// each drop. FileMoved is called after the move, from the goroutine that
+// called HandleFile for the file, and must return soon.
+type MoveObserver interface {
+	// FileMoved says that the file f was moved to path, in f.Dir's
+	// archive/ or failed/ subfolder. Its error report, if any, is
+	// path + ErrorsSuffix.
+	FileMoved(f File, path string)
 }
 
 // PartialError is what a Handler returns for a file it handled only in
@@ -125,7 +168,9 @@ type Config struct {
 	CheckInterval time.Duration
 	// Rescan is the time between full scans of every folder, which catch
 	// files whose events were missed and retry folders that could not be
-	// watched. Defaults to 30s.
+	// watched. It is also the longest wait between two attempts at a file
+	// that could not be handled or moved for a reason outside it (see
+	// RetryError); the first wait is a second. Defaults to 30s.
 	Rescan time.Duration
 	// Clock drives the checks and rescans and stamps renamed files.
 	// Defaults to the real clock.
@@ -214,12 +259,17 @@ func New(cfg Config, h Handler, log *slog.Logger) (*Watcher, error) {
 	}
 
 	w := &Watcher{cfg: cfg, byDir: make(map[string]*folder), log: log}
-	for _, fc := range cfg.Folders {
+	for i, fc := range cfg.Folders {
 		dir := filepath.Clean(fc.Dir)
 		if err := createLayout(dir); err != nil {
 			return nil, fmt.Errorf("watcher: folder %s: %w", dir, err)
 		}
 		f := newFolder(dir, fc, h, log.With("dir", dir), cfg)
+		for _, b := range abs {
+			if filepath.Dir(b) == abs[i] {
+				f.nested[filepath.Base(b)] = true // watched itself: not reported
+			}
+		}
 		w.folders = append(w.folders, f)
 		w.byDir[dir] = f
 	}

@@ -2,12 +2,15 @@ package web_test
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,23 +83,40 @@ func TestDownloadsStayInsideTheWatchedFolder(t *testing.T) {
 	f := newFeed(t, now)
 	inbox := t.TempDir()
 	outside := t.TempDir()
+	reused := filepath.Join(inbox, "archive", "jobs.20261122T101500Z.csv")
 	for _, p := range []string{filepath.Join(inbox, "archive", "jobs.csv"), filepath.Join(inbox, "failed", "bad.csv"),
-		filepath.Join(inbox, "failed", "bad.csv.errors.txt"), filepath.Join(outside, "archive", "secret.csv")} {
+		filepath.Join(inbox, "failed", "bad.csv.errors.txt"), filepath.Join(outside, "archive", "secret.csv"), reused} {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte("content of "+filepath.Base(p)), 0o644)
 	}
-	batch := func(id, file, folder string, rejected int) {
+	// batch records a file by its content, as the injector does, and
+	// where the watcher moved it.
+	batch := func(content, file, folder string, rejected int, moved ...string) string {
+		h := sha256.Sum256([]byte(content))
+		id := hex.EncodeToString(h[:])
 		action := record.ActionFileInjected
 		if rejected > 0 {
 			action = record.ActionFileRejected
 		}
-		f.add(topics.Audit, "watcher", record.Audit{ID: id, At: ms(now), Actor: "watcher", Action: action, Object: file,
-			Batch: &record.Batch{ID: id, File: file, Folder: folder, Rows: 1, Rejected: rejected}})
+		b := record.Batch{ID: id, File: file, Folder: folder, Size: int64(len(content)), Rows: 1, Rejected: rejected}
+		f.add(topics.Audit, "watcher", record.Audit{ID: id, At: ms(now), Actor: "watcher", Action: action, Object: file, Batch: &b})
+		for i, path := range moved {
+			f.add(topics.Audit, id, record.Audit{ID: id + "-moved-" + strconv.Itoa(i), At: ms(now), Actor: "watcher",
+				Action: record.ActionFileMoved, Object: path, Batch: &record.Batch{ID: id, File: file, Folder: folder}})
+		}
+		return id
 	}
-	batch("good", "jobs.csv", inbox, 0)
-	batch("bad", "bad.csv", inbox, 1)
-	batch("unwatched", "secret.csv", outside, 0)
-	batch("climb", "../../etc/passwd", inbox, 0)
+	good := batch("content of jobs.csv", "jobs.csv", inbox, 0)
+	bad := batch("content of bad.csv", "bad.csv", inbox, 1)
+	unwatched := batch("content of secret.csv", "secret.csv", outside, 0)
+	climb := batch("root:x:0:0", "../../etc/passwd", inbox, 0)
+	// A second jobs.csv, kept under another name; and one recorded before
+	// moves were, whose dropped name holds another file.
+	second := batch("content of "+filepath.Base(reused), "jobs.csv", inbox, 0, reused)
+	unrecorded := batch("another jobs.csv", "jobs.csv", inbox, 0)
+	// Moves recorded outside the watched folders' archive/ and failed/.
+	movedOut := batch("moved out", "out.csv", inbox, 0,
+		filepath.Join(outside, "archive", "secret.csv"), filepath.Join(inbox, "archive", "..", "..", "etc", "passwd"))
 	srv, err := web.New(web.Config{Now: func() time.Time { return now }, Folders: []string{inbox}}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -104,18 +124,21 @@ func TestDownloadsStayInsideTheWatchedFolder(t *testing.T) {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	for path, want := range map[string]string{
-		"/files/good/original":       "content of jobs.csv",
-		"/files/bad/original":        "content of bad.csv",
-		"/files/bad/errors.txt":      "content of bad.csv.errors.txt",
-		"/files/unwatched/original":  "",
-		"/files/climb/original":      "",
-		"/files/good/errors.txt":     "",
-		"/files/no-such-id/original": "",
+		"/files/" + good + "/original":       "content of jobs.csv",
+		"/files/" + bad + "/original":        "content of bad.csv",
+		"/files/" + bad + "/errors.txt":      "content of bad.csv.errors.txt",
+		"/files/" + second + "/original":     "content of " + filepath.Base(reused),
+		"/files/" + unwatched + "/original":  "",
+		"/files/" + climb + "/original":      "",
+		"/files/" + good + "/errors.txt":     "",
+		"/files/" + unrecorded + "/original": "",
+		"/files/" + movedOut + "/original":   "",
+		"/files/no-such-id/original":         "",
 	} {
 		resp, body := get(t, ts.URL+path)
 		if want == "" {
 			if resp.StatusCode != http.StatusNotFound {
-				t.Errorf("GET %s = %s, want 404", path, resp.Status)
+				t.Errorf("GET %s = %s %q, want 404", path, resp.Status, body)
 			}
 			continue
 		}

@@ -33,6 +33,22 @@ func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, nonNil(files))
 }
 
+// apiArrivals lists the files on their way in, and those that failed before
+// their content was recorded.
+func (s *Server) apiArrivals(w http.ResponseWriter, r *http.Request) {
+	limit, err := s.limitParam(r)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	arrivals, err := s.src.RecentArrivals(r.Context(), limit)
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, nonNil(arrivals))
+}
+
 func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
 	f, err := s.src.BatchByID(r.Context(), r.PathValue("id"))
 	if err != nil {

@@ -237,7 +237,7 @@ func isAPI(path string) bool {
 // in the context; others go to the login page (pages) or get 401 (API).
 func (s *Server) requireLogin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") {
+		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") || opsPaths[r.URL.Path] {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -12,7 +12,7 @@ import (
 type dashboardModel struct {
 	Now        time.Time
 	Summary    storetype.Summary
-	Files      []storetype.Batch
+	Files      []fileRow
 	Tasks      []storetype.Task
 	Executions []storetype.Execution
 	Hour       storetype.Activity
@@ -35,7 +35,7 @@ func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Files, err = h.s.src.RecentBatches(ctx, limit); err != nil {
+	if m.Files, err = h.s.recentFiles(ctx, limit); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}

@@ -2,7 +2,7 @@ package web
 
 import (
 	"net/http"
-
+	"sync"
 	"time"
 )
 
@@ -11,10 +11,24 @@ import (
 // open.
 type events struct {
 	changes func() <-chan struct{}
+	// closed ends every stream: see Server.Close.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 func newEvents(changes func() <-chan struct{}) *events {
-	return &events{changes: changes}
+	return &events{changes: changes, closed: make(chan struct{})}
+}
+
+// Close ends the console's live-update streams (/events), open and to
+// come, as a shutting-down server must: an open page holds its stream
+// until its request ends, which http.Server.Shutdown waits for and never
+// causes, so a page left open would make every graceful stop time out.
+// Register it with http.Server.RegisterOnShutdown. A stream ended this way
+// has told the page to reconnect after a second, which it does once the
+// console is back. Close is idempotent; other requests are unaffected.
+func (s *Server) Close() {
+	s.events.closeOnce.Do(func() { close(s.events.closed) })
 }
 
 // keepAlive is how often an idle stream sends a comment, so proxies keep
@@ -52,6 +66,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-s.events.closed:
+			return
 		case <-ping.C:
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
 				return
@@ -61,6 +77,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 				t := time.NewTimer(wait)
 				select {
 				case <-r.Context().Done():
+					t.Stop()
+					return
+				case <-s.events.closed:
 					t.Stop()
 					return
 				case <-t.C:

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"cmp"
+	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
@@ -11,12 +14,47 @@ type filesHandler struct{ s *Server }
 
 // ServeHTTP renders the latest files.
 func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	files, err := h.s.src.RecentBatches(r.Context(), h.s.cfg.ListLimit)
+	files, err := h.s.recentFiles(r.Context(), h.s.cfg.ListLimit)
 	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
 	h.s.page(w, r, http.StatusOK, "Files", "files", filesView(files))
+}
+
+// fileRow is one line of a files list: a file on its way in, or a file
+// whose batch is recorded.
+type fileRow struct {
+	Arrival *storetype.Arrival
+	Batch   *storetype.Batch
+}
+
+func (f fileRow) updatedAt() time.Time {
+	if f.Batch != nil {
+		return f.Batch.UpdatedAt
+	}
+	return f.Arrival.UpdatedAt
+}
+
+// recentFiles lists the files arriving and recorded, newest first.
+func (s *Server) recentFiles(ctx context.Context, limit int) ([]fileRow, error) {
+	arrivals, err := s.src.RecentArrivals(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	batches, err := s.src.RecentBatches(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]fileRow, 0, len(arrivals)+len(batches))
+	for i := range arrivals {
+		rows = append(rows, fileRow{Arrival: &arrivals[i]})
+	}
+	for i := range batches {
+		rows = append(rows, fileRow{Batch: &batches[i]})
+	}
+	slices.SortStableFunc(rows, func(a, b fileRow) int { return b.updatedAt().Compare(a.updatedAt()) })
+	return rows[:min(len(rows), cmp.Or(limit, len(rows)))], nil
 }
 
 // fileModel is one file's page: the file, the tasks it defines and its
@@ -25,6 +63,7 @@ type fileModel struct {
 	Now        time.Time
 	File       storetype.Batch
 	Tasks      []storetype.Task
+	Executions []storetype.Execution
 	Audit      []storetype.AuditEvent
 	CanOperate bool
 	Back       string
@@ -42,6 +81,10 @@ func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if m.Tasks, err = h.s.src.Tasks(ctx, storetype.TaskFilter{Batch: m.File.ID, Limit: h.s.cfg.ListLimit}); err != nil {
+		h.s.fail(w, r, err)
+		return
+	}
+	if m.Executions, err = h.s.src.ExecutionsByBatch(ctx, m.File.ID, h.s.cfg.ListLimit); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -38,42 +39,83 @@ func (s *Server) watchedFolder(dir string) (string, bool) {
 	return "", false
 }
 
-// openKept opens name in the archive/ or failed/ subfolder of the file's
-// watched folder. os.Root keeps the lookup inside the folder whatever the
-// name holds.
-func (s *Server) openKept(b storetype.Batch, name string) (*os.File, error) {
-	dir, ok := s.watchedFolder(b.Folder)
-	if !ok || !plainName(b.File) || !plainName(name) {
-		return nil, fs.ErrNotExist
+// openKept opens the file of b, or with suffix ".errors.txt" its error
+// report: where the watchers recorded moving it, newest first, else under
+// its dropped name in its folder's archive/ or failed/, as long as the
+// file there has b's content (files recorded before moves were; an
+// earlier file may hold the name).
+func (s *Server) openKept(b storetype.Batch, suffix string) (*os.File, error) {
+	for _, p := range b.Kept {
+		if f, err := s.openIn(filepath.Dir(filepath.Dir(p)), filepath.Base(filepath.Dir(p)), filepath.Base(p)+suffix); err == nil {
+			return f, nil
+		}
 	}
 	subs := []string{"archive", "failed"}
 	if b.Status == storetype.BatchRejected {
 		subs = []string{"failed", "archive"}
 	}
 	for _, sub := range subs {
-		root, err := os.OpenRoot(filepath.Join(dir, sub))
-		if err != nil {
+		if !s.holds(b, sub) {
 			continue
 		}
-		f, err := root.Open(name)
-		root.Close()
-		if err == nil {
-			if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-				return f, nil
-			}
-			f.Close()
+		if f, err := s.openIn(b.Folder, sub, b.File+suffix); err == nil {
+			return f, nil
 		}
 	}
 	return nil, fs.ErrNotExist
 }
 
-func (s *Server) download(w http.ResponseWriter, r *http.Request, name func(storetype.Batch) string, ctype string) {
+// openIn opens the regular file name in the archive/ or failed/ subfolder
+// sub of the watched folder dir, and nowhere else: os.Root keeps the
+// lookup inside the subfolder whatever the name holds.
+func (s *Server) openIn(dir, sub, name string) (*os.File, error) {
+	dir, ok := s.watchedFolder(dir)
+	if !ok || (sub != "archive" && sub != "failed") || !plainName(name) {
+		return nil, fs.ErrNotExist
+	}
+	root, err := os.OpenRoot(filepath.Join(dir, sub))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fs.ErrNotExist
+	}
+	return f, nil
+}
+
+// holds reports whether the file under b's dropped name in sub has b's
+// content, whose SHA-256 is b's id.
+func (s *Server) holds(b storetype.Batch, sub string) bool {
+	f, err := s.openIn(b.Folder, sub, b.File)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.Size() != b.Size {
+		return false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return false
+	}
+	return hex.EncodeToString(h.Sum(nil)) == b.ID
+}
+
+// download serves the file of the batch named in the path, or with suffix
+// ".errors.txt" its error report, under the name it was dropped as.
+func (s *Server) download(w http.ResponseWriter, r *http.Request, suffix, ctype string) {
 	b, err := s.src.BatchByID(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	f, err := s.openKept(b, name(b))
+	f, err := s.openKept(b, suffix)
 	if err != nil {
 		s.page(w, r, http.StatusNotFound, "Not found", "files", messageView("Not kept", "The file is no longer in its folder's archive/ or failed/ subfolder."))
 		return
@@ -81,19 +123,19 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, name func(stor
 	defer f.Close()
 	st, _ := f.Stat()
 	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name(b)}))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": b.File + suffix}))
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	http.ServeContent(w, r, "", st.ModTime(), f)
 }
 
 // downloadOriginal serves the file as it was dropped.
 func (s *Server) downloadOriginal(w http.ResponseWriter, r *http.Request) {
-	s.download(w, r, func(b storetype.Batch) string { return b.File }, "application/octet-stream")
+	s.download(w, r, "", "application/octet-stream")
 }
 
 // downloadErrors serves a rejected file's error report.
 func (s *Server) downloadErrors(w http.ResponseWriter, r *http.Request) {
-	s.download(w, r, func(b storetype.Batch) string { return b.File + ".errors.txt" }, "text/plain; charset=utf-8")
+	s.download(w, r, ".errors.txt", "text/plain; charset=utf-8")
 }
 
 // previewRow is one row of an upload's dry run.

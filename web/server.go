@@ -29,6 +29,8 @@ var staticFiles embed.FS
 type Source interface {
 	Summary(ctx context.Context) (storetype.Summary, error)
 	RecentBatches(ctx context.Context, limit int) ([]storetype.Batch, error)
+	RecentArrivals(ctx context.Context, limit int) ([]storetype.Arrival, error)
+	ExecutionsByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Execution, error)
 	BatchByID(ctx context.Context, id string) (storetype.Batch, error)
 	Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error)
 	TaskByKey(ctx context.Context, key string) (storetype.Task, error)
@@ -81,6 +83,12 @@ type Config struct {
 	// PreviewFires is how many next fires a dry run and a task page
 	// show. Defaults to 5.
 	PreviewFires int
+	// Metrics serves GET /metrics, open without login like /healthz and
+	// /readyz. Nil: /metrics answers 404.
+	Metrics http.Handler
+	// Ready checks, for GET /readyz, whether the node is ready. Nil: ready
+	// whenever the console serves.
+	Ready Readiness
 }
 
 // Preview converts the file at path, dropped as name, calling emit with
@@ -153,6 +161,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /api/summary", s.apiSummary)
 	mux.HandleFunc("GET /api/files", s.apiFiles)
 	mux.HandleFunc("GET /api/files/{id}", s.apiFile)
+	mux.HandleFunc("GET /api/arrivals", s.apiArrivals)
 	mux.HandleFunc("GET /api/tasks", s.apiTasks)
 	mux.HandleFunc("GET /api/tasks/{key...}", s.apiTask)
 	mux.HandleFunc("GET /api/executions", s.apiExecutions)
@@ -174,6 +183,9 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("DELETE /api/tasks/{key...}", s.deleteTask)
 	mux.HandleFunc("POST /api/executions/{fireId}/status", s.postStatus)
 	mux.HandleFunc("GET /api/activity", s.apiActivity)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/metrics"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/internal/store"
@@ -51,6 +52,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	if err := waitWritable(ctx, cfg.DataDir, log); err != nil {
+		return nil // shut down while waiting
+	}
 	brokers := cfg.Kafka.Brokers
 	if len(brokers) == 0 {
 		b, err := kafka.StartEmbedded(filepath.Join(cfg.DataDir, "kafka"), cfg.Kafka.Embedded.Listen, log.With("component", "broker"))
@@ -61,13 +65,19 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		brokers = b.Addrs()
 		log.Info("embedded broker started", "listen", brokers[0], "data", filepath.Join(cfg.DataDir, "kafka"))
 	}
-	base := kafka.ClientOpts(brokers, cfg.Kafka.ClientID)
+	base, err := cfg.Kafka.Options(brokers)
+	if err != nil {
+		return err
+	}
+	met := metrics.New()
+	// Every Kafka client of the process reports to the metrics.
+	base = append(base, kgo.WithHooks(met.KafkaClients()))
 	admin, err := kgo.NewClient(base...)
 	if err != nil {
 		return err
 	}
 	defer admin.Close()
-	if err := ensureTopics(ctx, admin, cfg, brokers); err != nil {
+	if err := ensureTopics(ctx, cfg, brokers, log.With("component", "broker")); err != nil {
 		return err
 	}
 
@@ -76,7 +86,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		return err
 	}
 	defer st.Close()
-	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics}, log)
+	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met)}, log)
 	if err != nil {
 		return err
 	}
@@ -85,6 +95,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		TransactionalID: "jobdrop-injector-" + cfg.Node,
 		Topics:          cfg.Topics,
 		Now:             h.clock.Now,
+		OnFile:          countFile(met),
 	}, st, log)
 	if err != nil {
 		return err
@@ -97,12 +108,15 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		Group:          cfg.Scheduler.Group,
 		SessionTimeout: cfg.Scheduler.SessionTimeout,
 		MaxFiresPerTxn: cfg.Scheduler.MaxFiresPerTxn,
-		Targets:        kafka.NewTargetTopics(admin, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor, true),
+		DataDir:        filepath.Join(cfg.DataDir, "scheduler"),
+		Targets:        cfg.Kafka.Targets(admin),
 		Clock:          h.clock,
+		OnCommit:       countFires(met, h.clock),
 	}, log)
 	if err != nil {
 		return err
 	}
+	met.ObserveActiveTasks(eng.ActiveTasks)
 	var folders []watcher.Folder
 	for _, f := range cfg.Watch {
 		folders = append(folders, watcher.Folder{
@@ -114,11 +128,14 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		StableChecks:  cfg.Watcher.StableChecks,
 		CheckInterval: cfg.Watcher.CheckInterval,
 		Rescan:        cfg.Watcher.Rescan,
-	}, newPipeline(inj, newRegistry(), cfg.Watch), log)
+	}, newPipeline(inj, newRegistry(), cfg.Watch, cfg.Node, log), log)
 	if err != nil {
 		return err
 	}
-	console, err := web.New(consoleConfig(cfg, inj, rec, h.clock.Now), st, log)
+	ready := newReadiness(cfg, admin, met.KafkaClients(), rec)
+	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
+	wc.Metrics, wc.Ready = met.Handler(), ready.checks
+	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err
 	}
@@ -127,6 +144,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	srv := &http.Server{Handler: console.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Shutdown waits for every request, and open pages' live-update
+	// streams last until told to end.
+	srv.RegisterOnShutdown(console.Close)
 	url := "http://" + ln.Addr().String()
 	log.Info("console listening", "url", url)
 	if h.started != nil {
@@ -154,6 +174,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		if err := startedAudit(ctx, inj, rec, cfg.Node, h.clock.Now()); err != nil {
 			return err
 		}
+		ready.caughtUp.Store(true)
 		return wat.Run(ctx)
 	})
 	err = g.Wait()
@@ -163,13 +184,15 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	return err
 }
 
-// ensureTopics creates jobdrop's topics, saying clearly when Kafka cannot be
-// reached.
-func ensureTopics(ctx context.Context, admin *kgo.Client, cfg Config, brokers []string) error {
+// ensureTopics checks the connection and jobdrop's topics, creating them
+// when allowed, saying clearly when Kafka cannot be reached: a refused
+// login or certificate is said at once, silence after 30s.
+func ensureTopics(ctx context.Context, cfg Config, brokers []string, log *slog.Logger) error {
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := kafka.EnsureTopics(tctx, admin, cfg.Topics, cfg.Kafka.Partitions, cfg.Kafka.ReplicationFactor)
-	if err != nil && tctx.Err() != nil && ctx.Err() == nil {
+	err := kafka.Prepare(tctx, cfg.Kafka, brokers, cfg.Topics, log)
+	var refused *kafka.ConnError
+	if err != nil && tctx.Err() != nil && ctx.Err() == nil && !errors.As(err, &refused) {
 		return fmt.Errorf("kafka at %v did not answer within 30s: %w", brokers, err)
 	}
 	return err

@@ -32,6 +32,26 @@ type instance struct {
 	brokers []string
 	console string
 	stop    func()
+	// logs holds the warnings and errors the run logged, as text.
+	logs *logBuffer
+}
+
+// logBuffer is a log destination tests read while the run writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startInstance runs jobdrop on its embedded broker, or on brokers when
@@ -59,14 +79,16 @@ func startInstanceEnv(t *testing.T, env []string, brokers ...string) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{t: t, cfg: cfg, inbox: cfg.Watch[0].Dir, clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Minute))}
+	in := &instance{t: t, cfg: cfg, inbox: cfg.Watch[0].Dir, clock: clockwork.NewFakeClockAt(time.Now().Truncate(time.Minute)),
+		logs: &logBuffer{}}
 	up := make(chan started, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var out io.Writer = in.logs
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		out = io.MultiWriter(in.logs, os.Stderr)
 	}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { done <- run(ctx, cfg, log, hooks{clock: in.clock, started: func(s started) { up <- s }}) }()
 	select {
 	case s := <-up:

@@ -150,7 +150,10 @@ func js(s string) string {
 }
 
 func TestConsoleInBrowser(t *testing.T) {
-	in := startInstanceEnv(t, consoleUsers(t), kafkatest.Cluster(t)...)
+	// The watcher's default stability (two checks 500 ms apart): a file
+	// must show on the page before it could possibly be taken.
+	env := append(consoleUsers(t), "JOBDROP_WATCHER_STABLE_CHECKS=2", "JOBDROP_WATCHER_CHECK_INTERVAL=500ms")
+	in := startInstanceEnv(t, env, kafkatest.Cluster(t)...)
 	ctx := browser(t)
 	base := in.console
 	t0 := in.clock.Now()
@@ -163,13 +166,22 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
 	)
 
-	// A file dropped into the inbox shows up on the open page, no reload.
+	// A file dropped into the inbox shows up on the open page within a
+	// second, no reload: received at first, injected once stable.
+	dropped := time.Now()
 	in.drop("dropped.csv", "host,name,topic,start,timeUnit,time\n"+
 		"acme,every-minute,batch-jobs,"+t0.Add(time.Minute).UTC().Format(time.RFC3339)+",MINUTES,1\n"+
 		"acme,<script>window.pwned=1</script>,batch-jobs,,HOURS,1\n"+
 		"acme,one-shot,batch-jobs,"+t0.Add(time.Minute).UTC().Format(time.RFC3339)+",,\n")
 	within(t, ctx, "dropped.csv to appear live on the files page",
 		waitJS(`document.querySelector("#files") && document.querySelector("#files").textContent.includes("dropped.csv") && window.notReloaded === true`))
+	if took := time.Since(dropped); took > time.Second {
+		t.Errorf("dropped.csv appeared on the open files page %v after the drop, want within 1s", took.Round(time.Millisecond))
+	} else {
+		t.Logf("dropped.csv appeared on the open files page %v after the drop", took.Round(time.Millisecond))
+	}
+	within(t, ctx, "dropped.csv to turn injected live",
+		waitJS(`[...document.querySelectorAll("#files tr")].some(r => r.textContent.includes("dropped.csv") && r.textContent.includes("injected")) && window.notReloaded === true`))
 
 	// Upload through the browser: the file takes the watcher's path.
 	upload := filepath.Join(t.TempDir(), "uploaded.csv")

@@ -359,6 +359,14 @@ func setFromString(v reflect.Value, s string) error {
 		return nil
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		// An optional value whose default is not the zero value
+		// (kafka.create_topics): set it through a fresh pointer.
+		p := reflect.New(v.Type().Elem())
+		if err := setFromString(p.Elem(), s); err != nil {
+			return err
+		}
+		v.Set(p)
 	case reflect.String:
 		v.SetString(s)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

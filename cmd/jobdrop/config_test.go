@@ -5,14 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
 )
 
 // yamlPaths lists every key path of t, as "kafka.embedded.listen".
@@ -141,5 +146,72 @@ func TestConvertPreviewsFireTimes(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "row 3: column timeUnit") {
 		t.Errorf("stderr %q does not name row 3's timeUnit", stderr.String())
+	}
+}
+
+func TestKafkaSecurityFromYAMLAndEnvironment(t *testing.T) {
+	certs := kafkatest.NewCerts(t)
+	dir := t.TempDir()
+	password := filepath.Join(dir, "password")
+	if err := os.WriteFile(password, []byte("pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte("kafka:\n  brokers: [k1:9093]\n  create_topics: false\n"+
+		"  tls: {enabled: true, ca_file: "+certs.CAFile+"}\n"+
+		"  sasl: {mechanism: SCRAM-SHA-256, username: jobdrop, password_file: "+password+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path, []string{
+		"JOBDROP_KAFKA_TLS_CERT_FILE=" + certs.CertFile,
+		"JOBDROP_KAFKA_TLS_KEY_FILE=" + certs.KeyFile,
+		"JOBDROP_KAFKA_MIN_INSYNC_REPLICAS=2",
+		"JOBDROP_KAFKA_TRANSACTION_TIMEOUT=2m",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Kafka
+	if *k.CreateTopics || !k.TLS.Enabled || k.TLS.CAFile != certs.CAFile || k.TLS.CertFile != certs.CertFile ||
+		k.SASL.Mechanism != "SCRAM-SHA-256" || k.SASL.PasswordFile != password || k.MinInsyncReplicas != 2 ||
+		k.TransactionTimeout != 2*time.Minute {
+		t.Fatalf("not applied: %+v", k)
+	}
+	cfg, err = loadConfig(path, []string{"JOBDROP_KAFKA_CREATE_TOPICS=true"})
+	if err != nil || !*cfg.Kafka.CreateTopics {
+		t.Fatalf("JOBDROP_KAFKA_CREATE_TOPICS=true did not win over the file: %v", err)
+	}
+	if cfg, err := loadConfig("", nil); err != nil || !*cfg.Kafka.CreateTopics {
+		t.Fatalf("create_topics does not default to true: %v", err)
+	}
+	if _, err := loadConfig("", []string{"JOBDROP_KAFKA_CREATE_TOPICS=maybe"}); err == nil || !strings.Contains(err.Error(), "JOBDROP_KAFKA_CREATE_TOPICS") {
+		t.Fatalf("got %v, want an error naming JOBDROP_KAFKA_CREATE_TOPICS", err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	_, err = loadConfig(path, []string{"JOBDROP_KAFKA_TLS_CA_FILE=" + missing})
+	if err == nil || !strings.Contains(err.Error(), "kafka.tls.ca_file") || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("got %v, want an error naming kafka.tls.ca_file and %s", err, missing)
+	}
+}
+
+// TestCommandsRefuseWhatIsNotAFile: convert and inject given a named pipe
+// or a folder say so at once, rather than wait for a writer.
+func TestCommandsRefuseWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "jobs.csv")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"convert", fifo}, {"inject", fifo}, {"convert", dir}} {
+		done := make(chan error, 1)
+		go func() { done <- mainErr(context.Background(), args, io.Discard, io.Discard) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%v: %v, want a refusal naming what it is", args, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v still waiting after 30s", args)
+		}
 	}
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +246,139 @@ func TestHashPassword(t *testing.T) {
 	}
 	if err := hashPassword(strings.NewReader("\n"), &out, nil); err == nil {
 		t.Error("an empty password was hashed")
+	}
+}
+
+// TestStopWithConsolePageOpen stops jobdrop while a page's live-update
+// stream is open, as systemctl stop does with a browser left on the
+// console: the stream must end and jobdrop return without error, well
+// within the 5 s it gives console requests, and not time out waiting for
+// the page.
+func TestStopWithConsolePageOpen(t *testing.T) {
+	in := startInstance(t)
+	kafkatest.Eventually(t, 60*time.Second, "/readyz 200", func() bool {
+		code, _ := in.readyz()
+		return code == http.StatusOK
+	})
+	resp, err := http.Get(in.console + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /events: %s", resp.Status)
+	}
+	stream := bufio.NewReader(resp.Body)
+	for {
+		line, err := stream.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before its first event: %v", err)
+		}
+		if line == "event: changed\n" {
+			break
+		}
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, stream)
+		ended <- err
+	}()
+
+	start := time.Now()
+	in.stop() // fails the test if run returns an error
+	took := time.Since(start)
+	if took >= 4*time.Second {
+		t.Errorf("jobdrop took %s to stop with a page open", took.Round(time.Millisecond))
+	}
+	t.Logf("stopped in %s", took.Round(time.Millisecond))
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Errorf("the stream broke off (%v); want it ended cleanly", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the page's stream is still open after jobdrop stopped")
+	}
+}
+
+// TestReusedFileNameServesEachDropsOwnFiles drops two different files
+// under one name, twice: a second jobs.csv is kept under another name in
+// archive/ (or failed/), and the console must still serve each file's own
+// original and error report, not the first drop's.
+func TestReusedFileNameServesEachDropsOwnFiles(t *testing.T) {
+	in := startInstance(t)
+	batchOf := func(content string) string {
+		h := sha256.Sum256([]byte(content))
+		return hex.EncodeToString(h[:])
+	}
+	recorded := func(content string) {
+		t.Helper()
+		kafkatest.Eventually(t, 60*time.Second, "the file's batch in the console", func() bool {
+			code, _ := in.call(http.MethodGet, "/api/files/"+batchOf(content), "", "")
+			return code == http.StatusOK
+		})
+	}
+	// served waits for path to serve want: the console learns where a
+	// file went a moment after the watcher moved it.
+	served := func(path, want string) {
+		t.Helper()
+		var last string
+		kafkatest.Eventually(t, 30*time.Second, "GET "+path+" to serve its own file", func() bool {
+			code, body := in.call(http.MethodGet, path, "", "")
+			if got := fmt.Sprintf("%d %q", code, body); got != last {
+				last = got
+				t.Logf("GET %s = %s", path, got)
+			}
+			return code == http.StatusOK && body == want
+		})
+	}
+	// kept waits for the file holding content in the inbox's subfolder
+	// sub, and returns its path.
+	kept := func(sub, content string) string {
+		t.Helper()
+		var path string
+		kafkatest.Eventually(t, 60*time.Second, "a file in "+sub+"/ holding "+strconv.Quote(content), func() bool {
+			entries, _ := os.ReadDir(filepath.Join(in.inbox, sub))
+			for _, e := range entries {
+				if b, err := os.ReadFile(filepath.Join(in.inbox, sub, e.Name())); err == nil && string(b) == content {
+					path = filepath.Join(in.inbox, sub, e.Name())
+					return true
+				}
+			}
+			return false
+		})
+		return path
+	}
+
+	// dropTwice drops two files under one name, the second once the first
+	// was handled and moved to sub, as a sender of a daily jobs.csv does.
+	dropTwice := func(name, sub, first, second string) {
+		t.Helper()
+		in.drop(name, first)
+		in.waitFile(sub, name)
+		recorded(first)
+		in.drop(name, second)
+		recorded(second)
+		if p := kept(sub, second); filepath.Base(p) == name {
+			t.Fatalf("the second %s was kept as %s; want another name", name, p)
+		}
+	}
+
+	const header = "host,name,topic,timeUnit,time\n"
+	first, second := header+"acme,first,batch-jobs,MINUTES,5\n", header+"acme,second,batch-jobs,MINUTES,10\n"
+	dropTwice("jobs.csv", "archive", first, second)
+	for _, content := range []string{first, second} {
+		served("/files/"+batchOf(content)+"/original", content)
+	}
+
+	badFirst, badSecond := header+"acme,bad-one,batch-jobs,FORTNIGHTS,1\n", header+"acme,bad-two,batch-jobs,EONS,1\n"
+	dropTwice("rejected.csv", "failed", badFirst, badSecond)
+	for _, content := range []string{badFirst, badSecond} {
+		report, err := os.ReadFile(kept("failed", content) + ".errors.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served("/files/"+batchOf(content)+"/original", content)
+		served("/files/"+batchOf(content)+"/errors.txt", string(report))
 	}
 }

@@ -20,6 +20,9 @@ type previewed struct {
 // convert is the dry run: definitions as JSON lines on stdout, row errors on
 // stderr, exit status 1 when any row is invalid.
 func convert(ctx context.Context, cfg Config, path, dir string, preview int, from string, stdout, stderr io.Writer) error {
+	if err := regularFile(path); err != nil {
+		return err
+	}
 	folder, err := folderFor(cfg, dir)
 	if err != nil {
 		return err

@@ -4,16 +4,25 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
+	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/watcher"
 )
 
 // heapPeak samples HeapInuse every 20ms until the returned stop is
@@ -213,4 +222,221 @@ func TestHostileFilesAreRejectedWhileOtherFoldersGoOn(t *testing.T) {
 	if peak >= 300<<20 {
 		t.Errorf("peak HeapInuse %d MiB, want < 300 MiB", peak>>20)
 	}
+}
+
+// firedAt collects the fired events of a topic by task name and
+// scheduled time, counting each fire id once.
+func firedAt(c *kafkatest.Collector) map[string]map[int64]bool {
+	got := map[string]map[int64]bool{}
+	for _, r := range c.Records() {
+		var f record.Fired
+		if json.Unmarshal(r.Value, &f) != nil {
+			continue
+		}
+		if got[f.Name] == nil {
+			got[f.Name] = map[int64]bool{}
+		}
+		got[f.Name][f.ScheduledAt] = true
+	}
+	return got
+}
+
+// TestHostileEntriesAreRefusedWhileGoodFilesFire drops, all at once into
+// one folder: links (into the folder, out of it, dangling, looping), a
+// named pipe, a live socket, a device file (as root), a subfolder, a file
+// without read permission, and files whose names hold line breaks, tabs,
+// escape sequences, a carriage return, bytes that are not UTF-8, or 250
+// bytes; beside them a good file and one whose name starts with dashes,
+// and a good file in another folder. The good files are injected and
+// fire, a task scheduled before keeps firing, every bad entry is refused
+// with a report in failed/ and a failed arrival in the console naming
+// it, and no name reaches the log or the console raw.
+func TestHostileEntriesAreRefusedWhileGoodFilesFire(t *testing.T) {
+	base := t.TempDir()
+	hostile, other := filepath.Join(base, "hostile"), filepath.Join(base, "other")
+	in := startInstanceEnv(t, []string{"JOBDROP_WATCH_0_DIR=" + hostile, "JOBDROP_WATCH_1_DIR=" + other}, kafkatest.Cluster(t)...)
+	t0 := in.clock.Now()
+	jobs := kafkatest.Collect(t, in.brokers, "batch-jobs")
+	csv := func(name string) string {
+		return "host,name,topic,start,timeUnit,time\nacme," + name + ",batch-jobs," +
+			t0.Add(10*time.Second).UTC().Format(time.RFC3339) + ",SECONDS,10\n"
+	}
+	placeFile(t, other, "before.csv", func(w *bufio.Writer) error { _, err := w.WriteString(csv("steady")); return err })
+	kafkatest.Eventually(t, 20*time.Second, "before.csv archived", func() bool {
+		_, err := os.Stat(filepath.Join(other, "archive", "before.csv"))
+		return err == nil
+	})
+
+	// What is refused, and how each report goes on after "NAME: not taken: ".
+	long := strings.Repeat("x", 246) + ".csv"
+	refused := map[string]string{
+		"link-inside.csv":  `a symbolic link (to "good.csv")`,
+		"link-outside.csv": `a symbolic link (to "/etc/passwd")`,
+		"dangling.csv":     `a symbolic link (to "nowhere.csv")`,
+		"loop.csv":         `a symbolic link (to "loop.csv")`,
+		"pipe.csv":         "a named pipe (FIFO), not a regular file",
+		"socket.csv":       "a socket, not a regular file",
+		"new\nline.csv":    "its name holds the control character U+000A",
+		"tab\t.csv":        "its name holds the control character U+0009",
+		"esc\x1b[2J.csv":   "its name holds the control character U+001B",
+		"cr.csv\r":         "its name holds the control character U+000D",
+		"latin1-\xe9.csv":  "its name is not valid UTF-8",
+		long:               "its name is 250 bytes long, over the limit of 200",
+	}
+	failedAs := map[string]string{long: strings.Repeat("x", 239) + "~.csv"}
+	for name, target := range map[string]string{"link-inside.csv": "good.csv", "link-outside.csv": "/etc/passwd",
+		"dangling.csv": "nowhere.csv", "loop.csv": "loop.csv"} {
+		if err := os.Symlink(target, filepath.Join(hostile, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(hostile, "pipe.csv"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(hostile, "socket.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // it is moved to failed/
+	defer ln.Close()
+	if err := syscall.Mknod(filepath.Join(hostile, "device.csv"), syscall.S_IFCHR|0o644, 1<<8|3); err == nil {
+		refused["device.csv"] = "a device file, not a regular file"
+	} else {
+		t.Logf("no device file: %v", err)
+	}
+	for _, name := range []string{"new\nline.csv", "tab\t.csv", "esc\x1b[2J.csv", "cr.csv\r", "latin1-\xe9.csv", long} {
+		if err := os.WriteFile(filepath.Join(hostile, name), []byte(csv("odd-name")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := filepath.Join(hostile, "more-jobs")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "inner.csv"), []byte(csv("inner")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hostile, "unreadable.csv"), []byte(csv("unreadable")), 0); err != nil {
+		t.Fatal(err)
+	}
+	// A process with CAP_DAC_OVERRIDE (root, as in CI) reads any file, as
+	// jobdrop running as root would: then the file is simply injected.
+	// watcher's TestUnreadableFileIsRefused proves the refusal as root
+	// too, by dropping that capability, which this cgo binary cannot.
+	_, readErr := os.ReadFile(filepath.Join(hostile, "unreadable.csv"))
+	if readErr != nil {
+		refused["unreadable.csv"] = "cannot be read (permission denied)"
+	}
+	for name, content := range map[string]string{"good.csv": csv("good"), "--dash.csv": csv("dash")} {
+		placeFile(t, hostile, name, func(w *bufio.Writer) error { _, err := w.WriteString(content); return err })
+	}
+	placeFile(t, other, "other.csv", func(w *bufio.Writer) error { _, err := w.WriteString(csv("other")); return err })
+
+	injected := []string{"good.csv", "--dash.csv"}
+	if readErr == nil {
+		injected = append(injected, "unreadable.csv")
+	}
+	waitIn := func(dir, sub, name string) {
+		t.Helper()
+		kafkatest.Eventually(t, 20*time.Second, watcher.DisplayName(name)+" in "+filepath.Base(dir)+"/"+sub+"/", func() bool {
+			_, err := os.Lstat(filepath.Join(dir, sub, name))
+			return err == nil
+		})
+	}
+	for _, name := range injected {
+		waitIn(hostile, "archive", name)
+	}
+	waitIn(other, "archive", "other.csv")
+	for name, why := range refused {
+		as := cmp.Or(failedAs[name], name)
+		waitIn(hostile, "failed", as+".errors.txt")
+		report, err := os.ReadFile(filepath.Join(hostile, "failed", as+".errors.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := watcher.DisplayName(name) + ": not taken: " + why; !strings.HasPrefix(string(report), want) {
+			t.Errorf("report of %s = %q, want it to start with %q", watcher.DisplayName(name), report, want)
+		}
+		if _, err := os.Lstat(filepath.Join(hostile, "failed", as)); err != nil {
+			t.Errorf("%s not beside its report: %v", watcher.DisplayName(name), err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(sub, "inner.csv")); err != nil || string(b) != csv("inner") {
+		t.Errorf("more-jobs/inner.csv was touched: %q, %v", b, err)
+	}
+
+	// The console lists every refused entry, and the subfolder, as a
+	// failed arrival saying why.
+	var arrivals []storetype.Arrival
+	kafkatest.Eventually(t, 20*time.Second, "the console to list every refusal", func() bool {
+		arrivals = nil
+		if in.getJSON("/api/arrivals?limit=100", &arrivals) != nil {
+			return false
+		}
+		n := 0
+		for _, a := range arrivals {
+			if a.Status == "failed" && strings.Contains(a.Detail, ": not taken: ") {
+				n++
+			}
+		}
+		return n == len(refused)+1
+	})
+	for _, a := range arrivals {
+		if a.Status == "failed" && (!printable(a.File) || strings.ContainsAny(a.File, "\n\uFFFD")) {
+			t.Errorf("the console shows the name %q raw", a.File)
+		}
+	}
+	if !slices.ContainsFunc(arrivals, func(a storetype.Arrival) bool {
+		return a.File == "more-jobs" && strings.Contains(a.Detail, "a folder: only files directly in a watched folder are taken")
+	}) {
+		t.Errorf("the console does not say more-jobs is not read: %+v", arrivals)
+	}
+	if page := in.page("/files"); !printable(page) || !strings.Contains(page, `esc\x1b[2J.csv`) {
+		t.Errorf("/files shows a name raw, or not at all")
+	}
+
+	// Everything scheduled fires: the task from before and the files
+	// injected next to the refused entries.
+	in.advanceTo(t0.Add(10 * time.Second))
+	names := []string{"steady", "good", "dash", "other"}
+	if readErr == nil {
+		names = append(names, "unreadable")
+	}
+	kafkatest.Eventually(t, 20*time.Second, "every task to fire at t0+10s", func() bool {
+		got := firedAt(jobs)
+		for _, n := range names {
+			if !got[n][t0.Add(10*time.Second).UnixMilli()] {
+				return false
+			}
+		}
+		return true
+	})
+	in.advanceTo(t0.Add(20 * time.Second))
+	kafkatest.Eventually(t, 20*time.Second, "steady to fire again at t0+20s", func() bool {
+		return firedAt(jobs)["steady"][t0.Add(20*time.Second).UnixMilli()]
+	})
+	if got := firedAt(jobs); len(got["odd-name"]) != 0 || len(got["inner"]) != 0 {
+		t.Errorf("a refused file's task fired: %v", got)
+	}
+
+	// The log names every refused entry, one record per line, with no
+	// raw control character.
+	logs := in.logs.String()
+	if n := strings.Count(logs, `msg="entry refused"`); n != len(refused) {
+		t.Errorf("%d entries logged as refused, want %d", n, len(refused))
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(logs, "\n"), "\n") {
+		if !strings.HasPrefix(line, "time=") || !printable(line) {
+			t.Errorf("log line %q: not one record, or holds a raw control character", line)
+		}
+	}
+	if !strings.Contains(logs, `file="esc\x1b[2J.csv"`) || !strings.Contains(logs, `file=more-jobs`) {
+		t.Errorf("the log does not name the refused entries safely:\n%s", logs)
+	}
+}
+
+// printable reports whether s holds no control character other than a
+// line break, and is valid UTF-8.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && unicode.IsControl(r) })
 }

@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 
 	"github.com/jobdrop/jobdrop/injector"
-	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/store"
 )
 
 // injectFile injects one file through the watcher's path, against the
 // configured brokers or the embedded broker of a running jobdrop.
 func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Logger, stdout, stderr io.Writer) error {
+	if err := regularFile(path); err != nil {
+		return err
+	}
 	folder, err := folderFor(cfg, dir)
 	if err != nil {
 		return err
@@ -28,6 +30,10 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 	if len(brokers) == 0 {
 		brokers = []string{cfg.Kafka.Embedded.Listen}
 	}
+	opts, err := cfg.Kafka.Options(brokers)
+	if err != nil {
+		return err
+	}
 	// The running instance's database knows the batches injected before.
 	var batches injector.Batches
 	if dbPath := filepath.Join(cfg.DataDir, dbFile); fileExists(dbPath) {
@@ -39,7 +45,7 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		batches = st
 	}
 	inj, err := injector.New(injector.Config{
-		ClientOpts:      kafka.ClientOpts(brokers, cfg.Kafka.ClientID),
+		ClientOpts:      opts,
 		TransactionalID: "jobdrop-inject-" + cfg.Node,
 		Topics:          cfg.Topics,
 		Actor:           "cli",
@@ -57,6 +63,19 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		fmt.Fprintln(stderr, res.Report)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d rows, %d rejected, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.Rejected, res.Batch.ID)
+	return nil
+}
+
+// regularFile refuses what the commands must not open: a named pipe would
+// block until something writes to it, a folder or a device is no job list.
+func regularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+	}
 	return nil
 }
 

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/watcher"
 )
 
@@ -26,31 +31,145 @@ func newRegistry() *converters.Registry {
 }
 
 // pipeline hands claimed files to the injector with their folder's
-// converter and options.
+// converter and options, and records each file's arrival as it goes:
+// received when first seen, converting once taken, failed when it failed
+// before its content could be recorded; and, once the watcher moved a file
+// of a batch, where it went.
 type pipeline struct {
 	inj     *injector.Injector
 	reg     *converters.Registry
 	folders map[string]Folder
+	node    string
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	batches map[string]record.Batch // by the path of a file handled and not moved yet
 }
 
-var _ watcher.Handler = (*pipeline)(nil)
+var (
+	_ watcher.Handler      = (*pipeline)(nil)
+	_ watcher.Observer     = (*pipeline)(nil)
+	_ watcher.MoveObserver = (*pipeline)(nil)
+)
 
-func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder) *pipeline {
-	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}}
+func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder, node string, log *slog.Logger) *pipeline {
+	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}, node: node, log: log.With("component", "pipeline"),
+		batches: map[string]record.Batch{}}
 	for _, f := range folders {
 		p.folders[filepath.Clean(f.Dir)] = f
 	}
 	return p
 }
 
+// arrivalWait bounds the wait for a "converting" event before a file is
+// injected anyway: the console would show it late, nothing more.
+const arrivalWait = 10 * time.Second
+
+// FileSeen records that a file was received.
+func (p *pipeline) FileSeen(dir, name string) {
+	p.arrive(context.Background(), dir, name, record.ActionFileReceived, "", nil)
+}
+
+// FileGone records that a received file left the folder untaken.
+func (p *pipeline) FileGone(dir, name string) {
+	p.arrive(context.Background(), dir, name, record.ActionFileWithdrawn,
+		"left the folder before it was taken (deleted or renamed away)", nil)
+}
+
+// FileRefused records why an entry of a watched folder was not taken.
+func (p *pipeline) FileRefused(dir, name string, err *watcher.RefusedError) {
+	p.arrive(context.Background(), dir, name, record.ActionFileFailed, err.Error(), nil)
+}
+
+// arrive records an event of the arrival of the file name in dir. The
+// console shows the name as watcher.DisplayName has it: only refused names
+// differ from the name itself.
+func (p *pipeline) arrive(ctx context.Context, dir, name, action, detail string, done func(error)) {
+	shown := watcher.DisplayName(name)
+	a := record.Audit{
+		Actor: p.node, Action: action, Object: shown, Outcome: record.OutcomeOK, Detail: detail,
+		Arrival: &record.Arrival{ID: record.ArrivalID(dir, name), File: shown, Folder: dir},
+	}
+	if action == record.ActionFileFailed {
+		a.Outcome = record.OutcomeRejected
+	}
+	p.inj.Arrive(ctx, a, func(err error) {
+		if err != nil {
+			p.log.Warn("cannot record the file's arrival", "file", name, "dir", dir, "action", action, "error", err)
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// FileMoved records where the file of a batch went, so that the console
+// serves this file and its report even when an earlier file holds its
+// name. It waits for the brokers (within arrivalWait), so that the record
+// is made before jobdrop stops.
+func (p *pipeline) FileMoved(f watcher.File, path string) {
+	p.mu.Lock()
+	b, ok := p.batches[f.Path]
+	delete(p.batches, f.Path)
+	p.mu.Unlock()
+	if !ok {
+		return // failed before its content was read: no batch to find it by
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), arrivalWait)
+	defer cancel()
+	done := make(chan struct{})
+	p.inj.Moved(ctx, p.node, b, path, func(err error) {
+		if err != nil {
+			p.log.Warn("cannot record where the file went", "file", f.Name, "dir", f.Dir, "path", path, "error", err)
+		}
+		close(done)
+	})
+	<-done
+}
+
 // HandleFile injects one claimed file.
 func (p *pipeline) HandleFile(ctx context.Context, f watcher.File) error {
+	p.mu.Lock()
+	delete(p.batches, f.Path) // a leftover of a handling cut short
+	p.mu.Unlock()
+	// Recorded before the file's batch event, which it must precede.
+	wctx, cancel := context.WithTimeout(ctx, arrivalWait)
+	done := make(chan struct{})
+	p.arrive(wctx, f.Dir, f.Name, record.ActionFileConverting, "", func(error) { close(done) })
+	select {
+	case <-done:
+	case <-wctx.Done():
+	}
+	cancel()
+
+	err := p.handle(ctx, f)
+	if errors.Is(err, injector.ErrUnavailable) && ctx.Err() == nil {
+		// Not the file's fault: it waits in .processing/ and is tried
+		// again, so its arrival stays "converting".
+		return &watcher.RetryError{Err: err}
+	}
+	var rej *injector.RejectedError
+	if err != nil && ctx.Err() == nil && !errors.As(err, &rej) {
+		// Nothing of the file was recorded: say why on its arrival.
+		p.arrive(context.WithoutCancel(ctx), f.Dir, f.Name, record.ActionFileFailed, err.Error(), nil)
+	}
+	return err
+}
+
+func (p *pipeline) handle(ctx context.Context, f watcher.File) error {
 	folder := p.folders[filepath.Clean(f.Dir)]
 	conv, err := converterFor(p.reg, folder, f.Name)
 	if err != nil {
 		return err
 	}
-	res, err := p.inj.Inject(ctx, folder.file(f.Path, f.Name, f.Dir), conv, folder.Options)
+	file := folder.file(f.Path, f.Name, f.Dir)
+	file.Arrival = record.ArrivalID(f.Dir, f.Name)
+	res, err := p.inj.Inject(ctx, file, conv, folder.Options)
+	if res.Batch.ID != "" {
+		p.mu.Lock()
+		p.batches[f.Path] = res.Batch
+		p.mu.Unlock()
+	}
 	if err == nil && res.Report != nil {
 		// Injected in part: archived beside the report of the rows left out.
 		return &watcher.PartialError{Err: res.Report}

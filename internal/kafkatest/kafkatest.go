@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -27,10 +28,24 @@ func Cluster(t testing.TB) []string {
 	return c.ListenAddrs()
 }
 
-// Client returns a client of brokers, closed with the test.
+// ClosedAddr is a loopback address where nothing listens: a broker that
+// cannot be reached.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// Client returns a client of brokers, closed with the test. Its fetch
+// sessions are off, as jobdrop's own clients' are (kafka.Config.Options).
 func Client(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.DisableFetchSessions()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,10 +134,11 @@ type Collector struct {
 	recs []*kgo.Record
 }
 
-// Collect starts collecting topic.
-func Collect(t testing.TB, brokers []string, topic string) *Collector {
-	cl := Client(t, brokers, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+// Collect starts collecting topic; opts add to the consumer's options
+// (TLS and SASL for a secured cluster).
+func Collect(t testing.TB, brokers []string, topic string, opts ...kgo.Opt) *Collector {
+	cl := Client(t, brokers, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	c := &Collector{}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -111,17 +111,28 @@ type Status struct {
 
 // Audit actions.
 const (
-	ActionFileInjected  = "file.injected"
-	ActionFileRejected  = "file.rejected"
-	ActionFileDuplicate = "file.duplicate"
-	ActionTaskCreated   = "task.created"
-	ActionTaskUpdated   = "task.updated"
-	ActionTaskDeleted   = "task.deleted"
-	ActionTaskCompleted = "task.completed"
-	ActionTaskTriggered = "task.triggered"
-	ActionTaskPaused    = "task.paused"
-	ActionTaskResumed   = "task.resumed"
-	ActionTaskRejected  = "task.rejected"
+	// A file's arrival: seen in a watched folder, taken by a node for
+	// conversion, failed before anything was recorded of its content, or
+	// gone from the folder before any node took it. Once handled, a file
+	// of a batch is moved to its folder's archive/ or failed/: the moved
+	// event's Object is the path it was given there, not the dropped name
+	// when an earlier file holds that (inbox/archive/jobs.20261122T101500Z.csv).
+	ActionFileReceived   = "file.received"
+	ActionFileConverting = "file.converting"
+	ActionFileFailed     = "file.failed"
+	ActionFileWithdrawn  = "file.withdrawn"
+	ActionFileInjected   = "file.injected"
+	ActionFileRejected   = "file.rejected"
+	ActionFileDuplicate  = "file.duplicate"
+	ActionFileMoved      = "file.moved"
+	ActionTaskCreated    = "task.created"
+	ActionTaskUpdated    = "task.updated"
+	ActionTaskDeleted    = "task.deleted"
+	ActionTaskCompleted  = "task.completed"
+	ActionTaskTriggered  = "task.triggered"
+	ActionTaskPaused     = "task.paused"
+	ActionTaskResumed    = "task.resumed"
+	ActionTaskRejected   = "task.rejected"
 )
 
 // Audit outcomes.
@@ -143,6 +154,25 @@ type Audit struct {
 	Detail  string `json:"detail,omitempty"`
 	// Batch is set on file events.
 	Batch *Batch `json:"batch,omitempty"`
+	// Arrival is set on the events of a file's arrival, before its
+	// content is known.
+	Arrival *Arrival `json:"arrival,omitempty"`
+}
+
+// Arrival is a file on its way in, named by ArrivalID of its folder and
+// name: the console shows it from the moment a watcher sees it until its
+// batch is recorded.
+type Arrival struct {
+	ID     string `json:"id"`
+	File   string `json:"file"`
+	Folder string `json:"folder,omitempty"`
+}
+
+// ArrivalID names the arrival of the file called name in folder. Every
+// event of one arrival is keyed by it, so they stay in order.
+func ArrivalID(folder, name string) string {
+	h := sha256.Sum256([]byte(folder + "\x00" + name))
+	return hex.EncodeToString(h[:12])
 }
 
 // Batch describes one file's journey; it rides on the file's audit events.
@@ -155,6 +185,9 @@ type Batch struct {
 	Rejected int    `json:"rejected"`
 	// Errors holds the first row errors of a rejected file, one per line.
 	Errors []string `json:"errors,omitempty"`
+	// Arrival is the ArrivalID of the file when it came from a watched
+	// folder: recording the batch ends the arrival.
+	Arrival string `json:"arrival,omitempty"`
 }
 
 // TriggerFireID is the id of a fire asked for by a TRIGGER command: derived

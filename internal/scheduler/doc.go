@@ -12,5 +12,11 @@
 // offset checkpointed with the state. A fire commits the target event, the
 // execution record and the state update in one transaction.
 //
+// A runner holds its tasks in a table (table.go) built for a million of
+// them: about a hundred bytes of memory per task, found by key hash, with
+// each task's key and data in a spill file under Config.DataDir, unlinked
+// as soon as it is opened. No goroutine or timer is kept per task: one
+// heap orders a runner's tasks by next fire.
+//
 // The engine writes Kafka only; it keeps no database and serves no reads.
 package scheduler

@@ -100,3 +100,46 @@ func TestPauseResumeAndTrigger(t *testing.T) {
 		t.Errorf("audit %v", actions)
 	}
 }
+
+// TestTaskWithoutStartKeepsItsCadenceWhenChanged: a task given no start
+// fires on the beat set when it was created, through a pause and resume
+// and a new definition with the same frequency.
+func TestTaskWithoutStartKeepsItsCadenceWhenChanged(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now() // on a whole minute
+	jobs := h.watch("jobs")
+	audit := h.watch(h.topics.Audit)
+	e := h.start()
+	d := every("warmup", t0, task.Minutes, 15)
+	d.Start = nil
+	h.send(d)
+	h.waitFired(jobs, 1) // at t0
+
+	h.advanceTo(t0.Add(2 * time.Minute))
+	paused := d
+	paused.Action, paused.Active = task.Update, task.Ptr(false)
+	h.send(paused)
+	h.waitFired(audit, 2)
+	h.advanceTo(t0.Add(2*time.Minute + 30*time.Second))
+	resumed := d
+	resumed.Action, resumed.Active = task.Update, task.Ptr(true)
+	h.send(resumed)
+	h.waitFired(audit, 3)
+	h.advanceTo(t0.Add(15 * time.Minute))
+	h.waitFired(jobs, 2)
+
+	h.advanceTo(t0.Add(16*time.Minute + 10*time.Second))
+	changed := d
+	changed.Data = map[string]string{"cmd": "warm --all"}
+	h.send(changed) // dropped again, changed but for its frequency
+	h.waitFired(audit, 4)
+	h.advanceTo(t0.Add(30 * time.Minute))
+	h.waitFired(jobs, 3)
+	e.stop()
+
+	got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs"))["warmup"]
+	want := []int64{t0.UnixMilli(), t0.Add(15 * time.Minute).UnixMilli(), t0.Add(30 * time.Minute).UnixMilli()}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("fired at %v, want every 15 minutes from t0: %v", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -32,6 +33,17 @@ const (
 // idleWait is how long a runner with nothing scheduled waits before looking
 // again; input wakes it sooner.
 const idleWait = time.Minute
+
+// What a runner has fetched and not applied yet is memory, and with many
+// partitions loading at once (a million-row file, a restore) it is most of
+// the engine's: fetchBytes bounds one fetch of a runner's consumer,
+// pollRecords the records taken from it at once, and txnCommands the
+// commands one transaction applies.
+const (
+	fetchBytes  = 512 << 10
+	pollRecords = 1_000
+	txnCommands = 2_500
+)
 
 // errFenced means another instance took the partition over.
 var errFenced = errors.New("fenced: another instance owns the partition")
@@ -66,15 +78,12 @@ type runner struct {
 
 	prod  *kgo.Client
 	cons  *kgo.Client
-	tasks map[string]*entry
-	heap  fireHeap
+	tasks *table
 	next  int64 // next input offset to apply
 
 	crashed bool // set by testHookBeforeCommit
 
 	active atomic.Int64 // tasks held, as of the last commit
-
-	strs map[string]string // interned strings shared by tasks
 }
 
 func newRunner(e *Engine, p int32) *runner {
@@ -130,6 +139,10 @@ func (r *runner) closeClients() {
 		}
 	}
 	r.prod, r.cons = nil, nil
+	if r.tasks != nil {
+		r.tasks.spill.close()
+		r.tasks = nil
+	}
 }
 
 // session fences the previous owner, restores the partition and fires until
@@ -154,6 +167,7 @@ func (r *runner) session(ctx context.Context) error {
 	r.cons, err = kgo.NewClient(append([]kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.State: {r.p: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(fetchBytes), kgo.FetchMaxPartitionBytes(fetchBytes),
 	}, cfg.ClientOpts...)...)
 	if err != nil {
 		return err
@@ -161,8 +175,8 @@ func (r *runner) session(ctx context.Context) error {
 	if err := r.restore(ctx, nonce); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
-	r.active.Store(int64(len(r.tasks)))
-	r.log.Info("partition restored", "tasks", len(r.tasks), "input_offset", r.next, "took_ms", time.Since(start).Milliseconds())
+	r.active.Store(int64(r.tasks.n))
+	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "took_ms", time.Since(start).Milliseconds())
 	r.cons.RemoveConsumePartitions(map[string][]int32{cfg.Topics.State: {r.p}})
 	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)}})
 	return r.loop(ctx)
@@ -173,7 +187,7 @@ func (r *runner) session(ctx context.Context) error {
 // transaction of) any previous owner, and the committed marker tells restore
 // where the state committed before us ends.
 func (r *runner) fence(ctx context.Context, nonce string) error {
-	v, _ := json.Marshal(owner{Node: r.e.cfg.Node, Nonce: nonce})
+	v := encode(owner{Node: r.e.cfg.Node, Nonce: nonce})
 	return r.transact(ctx, func(produce func(*kgo.Record)) error {
 		produce(r.stateRecord(keyOwner, v))
 		return nil
@@ -182,10 +196,16 @@ func (r *runner) fence(ctx context.Context, nonce string) error {
 
 // restore reads the state partition up to our own ownership marker.
 func (r *runner) restore(ctx context.Context, nonce string) error {
-	r.tasks = map[string]*entry{}
-	r.strs = map[string]string{}
-	r.heap = nil
+	if r.tasks != nil {
+		r.tasks.spill.close()
+	}
+	sp, err := openSpill(r.e.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	r.tasks = newTable(sp)
 	r.next = 0
+	var failed error
 	for {
 		fs := r.cons.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -196,6 +216,9 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 		}
 		found := false
 		fs.EachRecord(func(rec *kgo.Record) {
+			if failed != nil {
+				return
+			}
 			key := string(rec.Key)
 			switch key {
 			case keyOwner:
@@ -210,33 +233,35 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 				}
 			default:
 				if rec.Value == nil {
-					delete(r.tasks, key)
+					i, ok, err := r.tasks.find(key)
+					if ok {
+						r.tasks.remove(i, key)
+					}
+					failed = err
 					return
 				}
-				e := &entry{key: key, index: -1}
-				if err := r.decodeState(rec.Value, e); err != nil {
+				st, data, err := decodeState(rec.Value)
+				if err != nil {
 					r.log.Error("unreadable task state skipped", "key", key, "offset", rec.Offset, "err", err)
 					return
 				}
-				r.tasks[key] = e
+				_, failed = r.tasks.set(key, &st.Definition, &st, data)
 			}
 		})
+		if failed != nil {
+			return failed
+		}
 		if found {
 			break
 		}
 	}
-	r.heap = make(fireHeap, 0, len(r.tasks))
-	for _, e := range r.tasks {
-		if e.st.NextFire > 0 {
-			r.heap.schedule(e)
-		}
-	}
+	r.tasks.scheduleAll()
 	return nil
 }
 
 // loop applies commands and fires due tasks, one transaction at a time.
 func (r *runner) loop(ctx context.Context) error {
-	in := make(chan []*kgo.Record, 4)
+	in := make(chan []*kgo.Record, 1)
 	pollErr := make(chan error, 1)
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -244,7 +269,7 @@ func (r *runner) loop(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		for {
-			fs := r.cons.PollRecords(pollCtx, 10_000)
+			fs := r.cons.PollRecords(pollCtx, pollRecords)
 			if pollCtx.Err() != nil {
 				return
 			}
@@ -271,7 +296,7 @@ func (r *runner) loop(ctx context.Context) error {
 	for {
 		// Take whatever input is already there without waiting.
 	drain:
-		for len(cmds) < 10_000 {
+		for len(cmds) < txnCommands {
 			select {
 			case recs := <-in:
 				cmds = append(cmds, recs...)
@@ -280,7 +305,8 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		}
 		now := clock.Now().UnixMilli()
-		if len(cmds) > 0 || (len(r.heap) > 0 && r.heap[0].st.NextFire <= now) {
+		_, due, scheduled := r.tasks.next()
+		if len(cmds) > 0 || (scheduled && due <= now) {
 			if err := r.commit(ctx, cmds, now); err != nil {
 				return err
 			}
@@ -288,8 +314,8 @@ func (r *runner) loop(ctx context.Context) error {
 			continue
 		}
 		wait := idleWait
-		if len(r.heap) > 0 {
-			wait = time.Duration(r.heap[0].st.NextFire-now) * time.Millisecond
+		if scheduled {
+			wait = time.Duration(due-now) * time.Millisecond
 		}
 		timer := clock.NewTimer(wait)
 		select {
@@ -309,26 +335,37 @@ func (r *runner) loop(ctx context.Context) error {
 
 // change collects what one transaction writes besides fired events.
 type change struct {
-	dirty  map[string]*entry // tasks whose state changed
-	ended  []endedTask       // tasks to tombstone
+	dirty  map[int32]struct{} // slots whose state changed
+	ended  map[string]string  // keys of the tasks to tombstone → why
 	fires  []*fire
 	audits []*kgo.Record
 }
 
-// newFire counts a fire of e at the scheduled time at.
-func (r *runner) newFire(ctx context.Context, e *entry, at, now int64) *fire {
-	f := &fire{e: e, scheduled: at, fireID: record.FireID(e.st.Definition.Host, e.st.Definition.Name, at)}
-	if err := r.e.cfg.Targets.Ensure(ctx, e.st.Definition.Topic); err != nil {
-		f.err = fmt.Errorf("%w: %w", errTarget, err)
-	}
-	e.st.FireCount++
-	e.st.UpdatedAt = now
-	return f
+func newChange() *change {
+	return &change{dirty: map[int32]struct{}{}, ended: map[string]string{}}
 }
 
-// fire is one occurrence being fired in the current transaction.
+// touch marks the state of slot i, whose task has key, to be written.
+func (c *change) touch(i int32, key string) {
+	c.dirty[i] = struct{}{}
+	delete(c.ended, key) // deleted and created again in one transaction
+}
+
+// end marks the task of slot i, which has key and was just removed, to be
+// tombstoned.
+func (c *change) end(i int32, key, reason string) {
+	delete(c.dirty, i)
+	c.ended[key] = reason
+}
+
+// fire is one occurrence being fired in the current transaction. It holds
+// what the event needs, so that its task may change or go before the
+// transaction is written.
 type fire struct {
-	e         *entry
+	key       string
+	data      []byte
+	shape     *task.Definition
+	src       source
 	scheduled int64
 	fireID    string
 	partition int32
@@ -337,54 +374,78 @@ type fire struct {
 	err       error // the target could not be written
 }
 
+func (f *fire) name() string { return f.key[len(f.shape.Host)+1:] }
+
+// newFire counts a fire at the scheduled time at of slot i, whose task has
+// key and data.
+func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, at int64) *fire {
+	t := r.tasks
+	s := t.at(i)
+	f := &fire{key: key, data: bytes.Clone(data), shape: t.shape(i), src: t.source(i), scheduled: at}
+	f.fireID = record.FireID(f.shape.Host, f.name(), at)
+	if err := r.e.cfg.Targets.Ensure(ctx, f.shape.Topic); err != nil {
+		f.err = fmt.Errorf("%w: %w", errTarget, err)
+	}
+	s.fireCount++
+	return f
+}
+
 // commit applies cmds and fires the tasks due at now in one transaction.
 // On failure the in-memory state may be ahead of Kafka; the caller restores.
 func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) error {
-	c := &change{dirty: map[string]*entry{}}
+	t := r.tasks
+	c := newChange()
 	next := r.next
 	for _, rec := range cmds {
 		if rec.Offset < next {
 			continue // already applied before a restore
 		}
 		next = rec.Offset + 1
-		r.apply(ctx, rec, now, c)
-	}
-	dirty, fires := c.dirty, c.fires
-	ended, audits := c.ended, c.audits
-	for len(r.heap) > 0 && r.heap[0].st.NextFire <= now && len(fires) < r.e.cfg.MaxFiresPerTxn {
-		e := r.heap[0]
-		at, fire, following, more := e.st.Definition.Plan(e.st.Anchor, e.st.NextFire, now)
-		if fire {
-			fires = append(fires, r.newFire(ctx, e, at, now))
-			e.st.LastFire = at
+		if err := r.apply(ctx, rec, now, c); err != nil {
+			return err
 		}
-		e.st.UpdatedAt = now
+	}
+	for len(c.fires) < r.e.cfg.MaxFiresPerTxn {
+		i, due, ok := t.next()
+		if !ok || due > now {
+			break
+		}
+		k, data, err := t.read(i)
+		if err != nil {
+			return err
+		}
+		key := string(k)
+		s := t.at(i)
+		at, fire, following, more := t.shape(i).Plan(s.anchor, s.nextFire, now)
+		if fire {
+			c.fires = append(c.fires, r.newFire(ctx, i, key, data, at))
+			s.lastFire = at
+		}
 		if more {
-			e.st.NextFire = following
-			r.heap.schedule(e)
-			dirty[e.key] = e
+			s.nextFire = following
+			t.schedule(i)
+			c.touch(i, key)
 		} else {
-			r.heap.unschedule(e)
-			delete(r.tasks, e.key)
-			delete(dirty, e.key)
-			ended = append(ended, endedTask{e.key, record.EndCompleted})
+			t.remove(i, key)
+			c.end(i, key, record.EndCompleted)
 		}
 	}
 
+	fires := c.fires
 	err := r.transact(ctx, func(produce func(*kgo.Record)) error {
 		for _, f := range fires {
 			if f.err != nil {
 				continue
 			}
 			f := f
-			d := &f.e.st.Definition
-			v, _ := json.Marshal(firedWire{Fired: record.Fired{Host: d.Host, Name: d.Name, ScheduledAt: f.scheduled,
-				FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.e.data})
+			d, name := f.shape, f.name()
+			v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
+				FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
 			r.prod.Produce(ctx, &kgo.Record{
-				Topic: d.Topic, Key: []byte(f.e.key), Value: v,
+				Topic: d.Topic, Key: []byte(f.key), Value: v,
 				Headers: []kgo.RecordHeader{
 					{Key: record.HeaderFireHost, Value: []byte(d.Host)},
-					{Key: record.HeaderFireName, Value: []byte(d.Name)},
+					{Key: record.HeaderFireName, Value: []byte(name)},
 					{Key: record.HeaderFireID, Value: []byte(f.fireID)},
 					{Key: record.HeaderFireScheduled, Value: []byte(strconv.FormatInt(f.scheduled, 10))},
 				},
@@ -400,36 +461,41 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			}
 		}
 		for _, f := range fires {
-			d := &f.e.st.Definition
+			d := f.shape
 			if f.err != nil && !isTargetProblem(f.err) {
 				return f.err // a broker failure: abort, restore, fire again
 			}
-			x := record.Execution{FireID: f.fireID, Host: d.Host, Name: d.Name, Topic: d.Topic,
-				Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.e.st.Source.Batch,
+			x := record.Execution{FireID: f.fireID, Host: d.Host, Name: f.name(), Topic: d.Topic,
+				Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.src.batch,
 				Timeout: d.Timeout}
 			if f.err != nil {
 				x.Partition, x.Offset = -1, -1
 			}
-			v, _ := json.Marshal(x)
+			v := encode(x)
 			produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: v})
 			if f.err != nil {
-				s, _ := json.Marshal(record.Status{FireID: f.fireID, Status: record.StatusFailed, Message: f.err.Error(), Worker: "scheduler", At: now})
+				s := encode(record.Status{FireID: f.fireID, Status: record.StatusFailed, Message: f.err.Error(), Worker: "scheduler", At: now})
 				produce(&kgo.Record{Topic: r.e.cfg.Topics.Status, Key: []byte(f.fireID), Value: s})
 			}
 		}
-		for key, e := range dirty {
-			produce(r.stateRecord(key, encodeState(e)))
+		for i := range c.dirty {
+			k, data, err := t.read(i)
+			if err != nil {
+				return err
+			}
+			key := string(k)
+			produce(r.stateRecord(key, encodeState(t.state(i, key, now), data)))
 		}
-		for _, t := range ended {
-			rec := r.stateRecord(t.key, nil)
-			rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(t.reason)}}
+		for key, reason := range c.ended {
+			rec := r.stateRecord(key, nil)
+			rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(reason)}}
 			produce(rec)
 		}
-		for _, a := range audits {
+		for _, a := range c.audits {
 			produce(a)
 		}
 		if next != r.next {
-			v, _ := json.Marshal(checkpoint{InputOffset: next})
+			v := encode(checkpoint{InputOffset: next})
 			produce(r.stateRecord(keyCheckpoint, v))
 		}
 		if hook := testHookBeforeCommit; hook != nil && len(fires) > 0 && hook(r.p, len(fires)) {
@@ -440,13 +506,16 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 	if err != nil {
 		for _, f := range fires {
 			if f.err != nil && isTargetProblem(f.err) && !errors.Is(f.err, errTarget) {
-				r.e.cfg.Targets.Forget(f.e.st.Definition.Topic)
+				r.e.cfg.Targets.Forget(f.shape.Topic)
 			}
 		}
 		return err
 	}
 	r.next = next
-	r.active.Store(int64(len(r.tasks)))
+	r.active.Store(int64(t.n))
+	if err := t.compact(); err != nil {
+		return err
+	}
 	if hook := r.e.cfg.OnCommit; hook != nil && len(fires) > 0 {
 		at := time.Now()
 		scheduled := make([]int64, len(fires))
@@ -468,11 +537,9 @@ func isTargetProblem(err error) bool {
 
 var errTarget = errors.New("target topic unavailable")
 
-type endedTask struct{ key, reason string }
-
 // apply changes the in-memory tasks for one command. Commands from files are
 // audited by the file's own record; others (API, console) one by one.
-func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *change) {
+func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *change) error {
 	src := sourceOf(rec)
 	var d task.Definition
 	err := json.Unmarshal(rec.Value, &d)
@@ -486,10 +553,14 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 	if err != nil {
 		r.log.Warn("invalid command skipped", "offset", rec.Offset, "key", key, "err", err)
 		c.audits = append(c.audits, r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp))
-		return
+		return nil
 	}
 	data := splitData(&d)
-	e, exists := r.tasks[key]
+	t := r.tasks
+	i, exists, err := t.find(key)
+	if err != nil {
+		return err
+	}
 	action, outcome, detail := record.ActionTaskCreated, record.OutcomeOK, ""
 	switch d.Action {
 	case task.Delete:
@@ -498,26 +569,46 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			outcome, detail = record.OutcomeNoChange, "no such task"
 			break
 		}
-		r.remove(e, record.EndDeleted, c)
+		t.remove(i, key)
+		c.end(i, key, record.EndDeleted)
 	case task.Trigger:
 		action = record.ActionTaskTriggered
 		if !exists {
 			outcome, detail = record.OutcomeRejected, "no such task"
 			break
 		}
-		f := r.newFire(ctx, e, now, now)
+		_, data, err := t.read(i)
+		if err != nil {
+			return err
+		}
+		f := r.newFire(ctx, i, key, data, now)
 		f.fireID = record.TriggerFireID(d.Host, d.Name, rec.Partition, rec.Offset)
 		f.triggered = true
 		c.fires = append(c.fires, f)
-		c.dirty[key] = e
+		c.touch(i, key)
 	default:
-		sameData := exists && string(e.data) == string(data)
-		if sameData && d.Action == task.Insert && e.st.Definition.Equal(&d) {
+		var old task.Definition
+		sameData := false
+		if exists {
+			old = t.definition(i, key)
+			_, stored, err := t.read(i)
+			if err != nil {
+				return err
+			}
+			sameData = bytes.Equal(stored, data)
+		}
+		if sameData && d.Action == task.Insert && old.Equal(&d) {
 			outcome, detail = record.OutcomeNoChange, "identical to the stored definition"
 			break
 		}
 		accepted := rec.Timestamp.UnixMilli()
-		st := record.State{Definition: d, Anchor: d.Anchor(accepted), Source: src, UpdatedAt: accepted}
+		st := record.State{Definition: d, Anchor: d.Anchor(accepted), Source: src}
+		if exists && d.Start == nil && sameCadence(&old, &d) {
+			// A task with no start of its own keeps the cadence it was
+			// given when created: paused and resumed, or dropped again
+			// with another change, it fires on the same beat as before.
+			st.Anchor = t.at(i).anchor
+		}
 		after := st.Anchor - 1
 		if d.Repeats() {
 			// A schedule dropped (or changed, or resumed) today goes on from
@@ -529,45 +620,49 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			if src.Batch == "" {
 				// A change by hand (pause, resume, API) keeps the file the
 				// task came from.
-				st.Source.Batch, st.Source.File, st.Source.Row = e.st.Source.Batch, e.st.Source.File, e.st.Source.Row
+				from := t.source(i)
+				st.Source.Batch, st.Source.File, st.Source.Row = from.batch, from.file, int(t.at(i).row)
 			}
 			action = record.ActionTaskUpdated
 			if sameData {
-				action = changeAction(&e.st.Definition, &d)
+				action = changeAction(&old, &d)
 			}
-			st.FireCount, st.LastFire = e.st.FireCount, e.st.LastFire
-			after = max(after, e.st.LastFire) // never fire an occurrence twice
-		} else {
-			e = &entry{key: key, index: -1}
-			r.tasks[key] = e
+			st.FireCount, st.LastFire = t.at(i).fireCount, t.at(i).lastFire
+			after = max(after, st.LastFire) // never fire an occurrence twice
 		}
-		e.st, e.data = st, data
-		r.internStrings(&e.st)
 		n, ok := d.NextFire(st.Anchor, after)
+		if ok && !d.Paused() {
+			st.NextFire = n
+		}
+		if i, err = t.set(key, &d, &st, data); err != nil {
+			return err
+		}
 		switch {
 		case !ok:
-			r.remove(e, record.EndCompleted, c)
+			t.remove(i, key)
+			c.end(i, key, record.EndCompleted)
 			detail = "no occurrence left to fire"
 		case d.Paused():
-			r.heap.unschedule(e) // kept, but due never
-			c.dirty[key] = e
+			t.unschedule(i) // kept, but due never
+			c.touch(i, key)
 		default:
-			e.st.NextFire = n
-			r.heap.schedule(e)
-			c.dirty[key] = e
+			t.schedule(i)
+			c.touch(i, key)
 		}
 	}
 	if src.Batch == "" {
 		c.audits = append(c.audits, r.audit(src, action, key, outcome, detail, rec.Timestamp))
 	}
+	return nil
 }
 
-// remove ends a task: out of the heap, tombstoned with the reason.
-func (r *runner) remove(e *entry, reason string, c *change) {
-	r.heap.unschedule(e)
-	delete(r.tasks, e.key)
-	delete(c.dirty, e.key)
-	c.ended = append(c.ended, endedTask{e.key, reason})
+// sameCadence reports whether two definitions repeat alike: same
+// frequency, same cron expression in the same time zone.
+func sameCadence(a, b *task.Definition) bool {
+	if (a.Frequency == nil) != (b.Frequency == nil) || a.Frequency != nil && *a.Frequency != *b.Frequency {
+		return false
+	}
+	return a.Cron == b.Cron && a.Timezone == b.Timezone
 }
 
 // changeAction names a change of definition for the audit trail: pausing
@@ -596,7 +691,7 @@ func (r *runner) audit(src record.Source, action, object, outcome, detail string
 	if src.Batch != "" {
 		a.Detail = fmt.Sprintf("%s (file %s row %d)", detail, src.File, src.Row)
 	}
-	v, _ := json.Marshal(a)
+	v := encode(a)
 	return &kgo.Record{Topic: r.e.cfg.Topics.Audit, Key: []byte(actor), Value: v}
 }
 

@@ -299,3 +299,33 @@ func TestNewScheduleStartsAtItsNextOccurrenceNotInThePast(t *testing.T) {
 		t.Fatalf("fired %v, want %v", got, want)
 	}
 }
+
+// TestDeletedAndCreatedAgainInOneTransactionSurvivesARestart: commands
+// that reach a runner together are applied in one transaction; a task
+// deleted and created again there must be restored as created, not as
+// its tombstone.
+func TestDeletedAndCreatedAgainInOneTransactionSurvivesARestart(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	first := oneShot("again", t0.Add(time.Minute))
+	gone := first
+	gone.Action = task.Delete
+	second := oneShot("again", t0.Add(2*time.Minute))
+	second.Data = map[string]string{"cmd": "second"}
+	// Sent before any engine runs, so the runner fetches them at once.
+	h.send(first, gone, second)
+	a := h.start()
+	kafkatest.Eventually(t, 30*time.Second, "the task to be held", func() bool { return a.ActiveTasks() == 1 })
+	a.stop()
+
+	b := h.start()
+	kafkatest.Eventually(t, 30*time.Second, "the task to be restored", func() bool { return b.ActiveTasks() == 1 })
+	h.advanceTo(t0.Add(2 * time.Minute))
+	h.waitFired(jobs, 1)
+	b.stop()
+	fired := kafkatest.Decode[record.Fired](t, kafkatest.Drain(t, h.brokers, "jobs"))
+	if len(fired) != 1 || fired[0].Data["cmd"] != "second" || fired[0].ScheduledAt != t0.Add(2*time.Minute).UnixMilli() {
+		t.Fatalf("fired %+v, want the second definition once", fired)
+	}
+}

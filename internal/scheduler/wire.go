@@ -3,6 +3,8 @@ package scheduler
 import (
 	"encoding/json"
 
+	segjson "github.com/segmentio/encoding/json"
+
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -29,22 +31,31 @@ type firedWire struct {
 	Data json.RawMessage `json:"data"`
 }
 
-func encodeState(e *entry) []byte {
-	v, _ := json.Marshal(stateWire{State: e.st, Definition: defWire{Definition: e.st.Definition, Data: e.data}})
-	return v
+// encode writes v as JSON. Every record the engine writes goes through it,
+// two or three per fire: segmentio's encoder writes the same bytes as
+// encoding/json (HTML escaped, map keys sorted) in less than half the time.
+func encode(v any) []byte {
+	b, _ := segjson.Marshal(v)
+	return b
 }
 
-// decodeState reads a state record into e.
-func (r *runner) decodeState(v []byte, e *entry) error {
+// encodeState is the state record of a task whose definition's data is
+// data.
+func encodeState(st record.State, data json.RawMessage) []byte {
+	return encode(stateWire{State: st, Definition: defWire{Definition: st.Definition, Data: data}})
+}
+
+// decodeState reads a state record: the task's definition (its Data nil),
+// its state and its data as raw JSON. A restore decodes every task of a
+// partition, so this is what a restart waits for: segmentio's decoder, a
+// drop-in for encoding/json, reads these records four times as fast.
+func decodeState(v []byte) (record.State, json.RawMessage, error) {
 	var w stateWire
-	if err := json.Unmarshal(v, &w); err != nil {
-		return err
+	if err := segjson.Unmarshal(v, &w); err != nil {
+		return record.State{}, nil, err
 	}
-	e.st = w.State
-	e.st.Definition = w.Definition.Definition
-	e.data = rawData(w.Definition.Data)
-	r.internStrings(&e.st)
-	return nil
+	w.State.Definition = w.Definition.Definition
+	return w.State, rawData(w.Definition.Data), nil
 }
 
 // splitData takes the data map out of d, as raw JSON.
@@ -52,7 +63,7 @@ func splitData(d *task.Definition) json.RawMessage {
 	if d.Data == nil {
 		return nil
 	}
-	v, _ := json.Marshal(d.Data) // sorted keys: equal maps give equal bytes
+	v := encode(d.Data) // sorted keys: equal maps give equal bytes
 	d.Data = nil
 	return v
 }
@@ -63,20 +74,4 @@ func rawData(v json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return v
-}
-
-// internStrings makes tasks share the strings many of them hold the same:
-// the batch, file and actor of their source, their host and topic.
-func (r *runner) internStrings(st *record.State) {
-	for _, s := range []*string{&st.Source.Batch, &st.Source.File, &st.Source.Actor,
-		&st.Definition.Host, &st.Definition.Topic, &st.Definition.Timezone, &st.Definition.Cron} {
-		if *s == "" {
-			continue
-		}
-		if v, ok := r.strs[*s]; ok {
-			*s = v
-		} else {
-			r.strs[*s] = *s
-		}
-	}
 }

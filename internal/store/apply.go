@@ -63,6 +63,13 @@ type topicPartition struct {
 // The Recorder is the one caller in production; tests and tools may call
 // it with records they build themselves.
 func (s *Store) Apply(ctx context.Context, topics record.Topics, recs []*kgo.Record) (skipped []Skipped, err error) {
+	return s.apply(ctx, topics, recs, nil)
+}
+
+// apply is Apply, adding to outcomes, when not nil, the final execution
+// statuses stored, by outcome (see applier.outcomes). The counts are
+// meaningless when it fails.
+func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Record, outcomes map[string]int) (skipped []Skipped, err error) {
 	topics = topics.WithDefaults()
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -77,7 +84,7 @@ func (s *Store) Apply(ctx context.Context, topics record.Topics, recs []*kgo.Rec
 	if err != nil {
 		return nil, fmt.Errorf("apply records: %w", err)
 	}
-	a := &applier{ctx: ctx, tx: tx, stmts: make(map[string]*sql.Stmt)}
+	a := &applier{ctx: ctx, tx: tx, stmts: make(map[string]*sql.Stmt), outcomes: outcomes}
 	defer a.close()
 	advanced := make(map[topicPartition]bool)
 	for _, r := range recs {
@@ -172,6 +179,10 @@ type applier struct {
 	ctx   context.Context
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt
+	// outcomes, when not nil, counts the final statuses stored, by what
+	// the console shows once they are: SUCCESS, FAILED, or OVERDUE for a
+	// success reported past the execution's timeout.
+	outcomes map[string]int
 }
 
 func (a *applier) stmt(query string) (*sql.Stmt, error) {
@@ -260,6 +271,20 @@ func (a *applier) audit(r *kgo.Record) error {
 		// transaction): its effects are already here.
 		return nil
 	}
+	if ev.Arrival != nil {
+		return a.arrival(&ev, at)
+	}
+	if ev.Batch != nil && ev.Batch.Arrival != "" {
+		if batchID == "" {
+			// Rejected before it was read (too large): the arrival is
+			// where it shows.
+			return a.exec(`UPDATE arrivals SET status = 'failed', detail = ?, node = ?, updated_at = ?
+				WHERE id = ?`, ev.Detail, ev.Actor, at, ev.Batch.Arrival)
+		}
+		if err := a.exec(`DELETE FROM arrivals WHERE id = ?`, ev.Batch.Arrival); err != nil {
+			return err
+		}
+	}
 	if ev.Batch == nil || batchID == "" {
 		return nil
 	}
@@ -292,6 +317,36 @@ func (a *applier) audit(r *kgo.Record) error {
 				last_duplicate_at = max(coalesce(last_duplicate_at, 0), excluded.last_duplicate_at),
 				updated_at = max(updated_at, excluded.updated_at)`,
 			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, strings.Join(b.Errors, "\n"), at, at, at)
+	}
+	return nil
+}
+
+// arrival applies an event of a file's arrival. Its events are read in
+// order (they share a key), except that two watchers of one shared folder
+// may both report a file received: a late "received" never turns a file
+// being converted back.
+func (a *applier) arrival(ev *record.Audit, at int64) error {
+	ar := ev.Arrival
+	switch ev.Action {
+	case record.ActionFileReceived:
+		return a.exec(`INSERT INTO arrivals (id, file, folder, status, node, detail, first_seen_at, updated_at)
+			VALUES (?, ?, ?, 'received', ?, '', ?, ?)
+			ON CONFLICT (id) DO UPDATE SET status = 'received', node = excluded.node, detail = '',
+				first_seen_at = excluded.first_seen_at, updated_at = excluded.updated_at
+			WHERE status <> 'converting'`,
+			ar.ID, ar.File, ar.Folder, ev.Actor, at, at)
+	case record.ActionFileConverting, record.ActionFileFailed:
+		status := "converting"
+		if ev.Action == record.ActionFileFailed {
+			status = "failed"
+		}
+		return a.exec(`INSERT INTO arrivals (id, file, folder, status, node, detail, first_seen_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET status = excluded.status, node = excluded.node,
+				detail = excluded.detail, updated_at = excluded.updated_at`,
+			ar.ID, ar.File, ar.Folder, status, ev.Actor, ev.Detail, at, at)
+	case record.ActionFileWithdrawn:
+		return a.exec(`DELETE FROM arrivals WHERE id = ? AND status = 'received'`, ar.ID)
 	}
 	return nil
 }
@@ -404,15 +459,39 @@ func (a *applier) status(r *kgo.Record) error {
 	}
 	// The newest report wins; an older one never replaces a newer, and at
 	// the same instant a final status beats RUNNING.
-	return a.exec(`INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
+	const upsert = `INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
 			status = excluded.status, status_message = excluded.status_message,
 			status_worker = excluded.status_worker, status_at = excluded.status_at
 		WHERE status = 'FIRED'
 			OR excluded.status_at > status_at
-			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING')`,
-		st.FireID, status, st.Message, st.Worker, millisOr(st.At, r))
+			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING')`
+	at := millisOr(st.At, r)
+	if a.outcomes == nil || status == record.StatusRunning {
+		return a.exec(upsert, st.FireID, status, st.Message, st.Worker, at)
+	}
+	// RETURNING answers the execution's fire time and timeout, and no row
+	// when an older report changed nothing, so nothing is counted.
+	q, err := a.stmt(upsert + ` RETURNING fired_at, timeout`)
+	if err != nil {
+		return err
+	}
+	var firedAt sql.NullInt64
+	var timeout int64
+	err = q.QueryRowContext(a.ctx, st.FireID, status, st.Message, st.Worker, at).Scan(&firedAt, &timeout)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	outcome := status
+	if status == record.StatusSuccess && timeout > 0 && firedAt.Valid && at > firedAt.Int64+timeout {
+		outcome = record.StatusOverdue
+	}
+	a.outcomes[outcome]++
+	return nil
 }
 
 // ScheduleSummary says in a few words when a definition fires: "every 5

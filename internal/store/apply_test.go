@@ -223,3 +223,63 @@ func TestScheduleSummary(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyFollowsAFileFromArrivalToBatch(t *testing.T) {
+	ar := &record.Arrival{ID: record.ArrivalID("/in", "jobs.csv"), File: "jobs.csv", Folder: "/in"}
+	event := func(action string, at int64, detail string) record.Audit {
+		return record.Audit{ID: action + string(rune('a'+at-t0)), At: at, Actor: "node-1", Action: action, Object: "jobs.csv", Detail: detail, Arrival: ar}
+	}
+	batch := func(id string, at int64) record.Audit {
+		return record.Audit{ID: "batch" + id, At: at, Actor: "watcher", Action: record.ActionFileInjected, Object: "jobs.csv",
+			Batch: &record.Batch{ID: id, File: "jobs.csv", Folder: "/in", Rows: 1, Arrival: ar.ID}}
+	}
+	tooLarge := record.Audit{ID: "large", At: t0 + 5, Actor: "watcher", Action: record.ActionFileRejected, Object: "jobs.csv",
+		Detail: "file is 2.0 GiB, over the size limit", Batch: &record.Batch{File: "jobs.csv", Folder: "/in", Arrival: ar.ID}}
+	tests := []struct {
+		name   string
+		events []record.Audit
+		want   string // the arrival's status; "" when there is none
+		detail string
+	}{
+		{"seen", []record.Audit{event(record.ActionFileReceived, t0, "")}, "received", ""},
+		{"taken", []record.Audit{event(record.ActionFileReceived, t0, ""), event(record.ActionFileConverting, t0+1, "")}, "converting", ""},
+		{"injected", []record.Audit{event(record.ActionFileReceived, t0, ""), event(record.ActionFileConverting, t0+1, ""), batch("b1", t0+2)}, "", ""},
+		{"failed", []record.Audit{event(record.ActionFileConverting, t0+1, ""), event(record.ActionFileFailed, t0+2, "no converter for jobs.pdf")}, "failed", "no converter for jobs.pdf"},
+		{"rejected unread", []record.Audit{event(record.ActionFileConverting, t0+1, ""), tooLarge}, "failed", "file is 2.0 GiB, over the size limit"},
+		{"withdrawn", []record.Audit{event(record.ActionFileReceived, t0, ""), event(record.ActionFileWithdrawn, t0+1, "")}, "", ""},
+		{"withdrawn by a second watcher while converting", []record.Audit{
+			event(record.ActionFileConverting, t0+1, ""), event(record.ActionFileWithdrawn, t0+2, ""),
+		}, "converting", ""},
+		{"received late from a second watcher", []record.Audit{
+			event(record.ActionFileConverting, t0+1, ""), event(record.ActionFileReceived, t0+2, ""),
+		}, "converting", ""},
+		{"dropped again after a failure", []record.Audit{
+			event(record.ActionFileFailed, t0+1, "unreadable"), event(record.ActionFileReceived, t0+3, ""),
+		}, "received", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openStore(t, tempDB(t))
+			var recs []*kgo.Record
+			for _, ev := range tt.events {
+				recs = append(recs, auditRec(t, 0, ev))
+			}
+			for _, r := range sequence(recs...) {
+				apply(t, st, r)
+			}
+			got, err := st.RecentArrivals(context.Background(), 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("arrivals = %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Status != tt.want || got[0].Detail != tt.detail || got[0].File != "jobs.csv" || got[0].Folder != "/in" {
+				t.Fatalf("arrivals = %+v, want one %s (%q)", got, tt.want, tt.detail)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -68,7 +69,8 @@ func scanBatch(s scanner) (storetype.Batch, error) {
 	return b, nil
 }
 
-// BatchByID returns the file whose content has the SHA-256 id, or an error
+// BatchByID returns the file whose content has the SHA-256 id, with the
+// paths its files were moved to (Kept) from the audit trail, or an error
 // wrapping storetype.ErrNotFound.
 func (s *Store) BatchByID(ctx context.Context, id string) (storetype.Batch, error) {
 	b, err := scanBatch(s.read.QueryRowContext(ctx, `SELECT `+batchColumns+` FROM batches b WHERE b.id = ?`, id))
@@ -78,8 +80,21 @@ func (s *Store) BatchByID(ctx context.Context, id string) (storetype.Batch, erro
 	if err != nil {
 		return b, fmt.Errorf("batch %s: %w", id, err)
 	}
-	return b, nil
+	rows, err := s.read.QueryContext(ctx, `SELECT object FROM audit WHERE batch_id = ? AND action = ?
+		ORDER BY at DESC, seq DESC LIMIT ?`, id, record.ActionFileMoved, maxKept)
+	if err != nil {
+		return b, fmt.Errorf("batch %s: moves: %w", id, err)
+	}
+	b.Kept, err = collect(rows, func(s scanner) (string, error) {
+		var path string
+		return path, s.Scan(&path)
+	}, "batch "+id+": moves")
+	return b, err
 }
+
+// maxKept bounds the paths BatchByID lists for a file dropped over and
+// over.
+const maxKept = 100
 
 // RecentBatches returns the files most recently recorded or dropped again,
 // newest first.
@@ -90,6 +105,23 @@ func (s *Store) RecentBatches(ctx context.Context, limit int) ([]storetype.Batch
 		return nil, fmt.Errorf("recent batches: %w", err)
 	}
 	return collect(rows, scanBatch, "recent batches")
+}
+
+// RecentArrivals returns the files on their way in and those that failed
+// before their content was recorded, newest first.
+func (s *Store) RecentArrivals(ctx context.Context, limit int) ([]storetype.Arrival, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, file, folder, status, node, detail, first_seen_at, updated_at
+		FROM arrivals ORDER BY updated_at DESC, id LIMIT ?`, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("recent arrivals: %w", err)
+	}
+	return collect(rows, func(s scanner) (storetype.Arrival, error) {
+		var a storetype.Arrival
+		var first, updated int64
+		err := s.Scan(&a.ID, &a.File, &a.Folder, &a.Status, &a.Node, &a.Detail, &first, &updated)
+		a.FirstSeen, a.UpdatedAt = timeOf(first), timeOf(updated)
+		return a, err
+	}, "recent arrivals")
 }
 
 // BatchInjected reports whether a file with this batch id has been
@@ -225,6 +257,17 @@ func (s *Store) ExecutionsByTask(ctx context.Context, key string, limit int) ([]
 		return nil, fmt.Errorf("executions of task %s: %w", key, err)
 	}
 	return collect(rows, scanExecution, "executions of task "+key)
+}
+
+// ExecutionsByBatch returns the latest fires of the tasks a file created,
+// newest first.
+func (s *Store) ExecutionsByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Execution, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
+		WHERE batch_id = ? ORDER BY coalesce(fired_at, status_at) DESC LIMIT ?`, batchID, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("executions of file %s: %w", batchID, err)
+	}
+	return collect(rows, scanExecution, "executions of file "+batchID)
 }
 
 // ExecutionByFireID returns one fire, or an error wrapping

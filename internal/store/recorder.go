@@ -27,6 +27,25 @@ type RecorderConfig struct {
 	// MaxPollRecords bounds how many records go into one SQLite
 	// transaction. Defaults to 10000.
 	MaxPollRecords int
+	// Observe, if set, is told after every commit to SQLite what it
+	// stored and how far behind the recorder still is. It runs on the
+	// recorder's goroutine and must be quick.
+	Observe func(Progress)
+}
+
+// Progress is what one commit of the Recorder stored, for
+// RecorderConfig.Observe.
+type Progress struct {
+	// Executions counts the final execution statuses stored, by what the
+	// console shows once they are: SUCCESS, FAILED, or OVERDUE for a
+	// success reported past the execution's timeout. A report older than
+	// the one stored changes nothing and is not counted.
+	Executions map[string]int
+	// Lag counts the committed records of the recorder's topics not yet
+	// stored: for every partition read so far, its last stable offset at
+	// the latest fetch minus the next offset to store. It goes stale
+	// while no fetch succeeds.
+	Lag int64
 }
 
 // ErrRecorderStopped is returned by WaitAudit when the Recorder's Run has
@@ -49,6 +68,7 @@ type Recorder struct {
 	applied chan struct{} // closed and replaced after every commit
 	running bool
 	done    chan struct{} // closed when Run returns
+	failing error         // why records cannot be stored right now; nil when they can
 }
 
 // NewRecorder validates cfg, applies its defaults and returns a Recorder
@@ -81,9 +101,11 @@ func NewRecorder(st *Store, cfg RecorderConfig, log *slog.Logger) (*Recorder, er
 }
 
 // Run reads and applies records until ctx is done, then returns nil. It
-// returns an error when it cannot start or when the database fails; what
-// was committed before stays, and the next Run resumes from there. Run
-// may be called once.
+// returns an error when it cannot start. Records the database cannot take
+// (its disk is full, say) are applied again, after a wait, until it takes
+// them: Err says why meanwhile, and nothing is read further or skipped.
+// What was committed before stays, and the next Run resumes from there.
+// Run may be called once.
 func (r *Recorder) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running {
@@ -103,6 +125,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 	defer cl.Close()
 	r.log.Info("recorder started", "topics", r.topics)
+	lag := make(map[topicPartition]int64) // for Observe
 	for {
 		fetches := cl.PollRecords(ctx, r.cfg.MaxPollRecords)
 		if ctx.Err() != nil {
@@ -122,15 +145,32 @@ func (r *Recorder) Run(ctx context.Context) error {
 		if len(recs) == 0 {
 			continue
 		}
-		skipped, err := r.st.Apply(ctx, r.cfg.Topics, recs)
+		var outcomes map[string]int
+		if r.cfg.Observe != nil {
+			outcomes = make(map[string]int)
+			fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+				if n := len(p.Records); n > 0 {
+					end := p.LastStableOffset
+					if end < 0 { // a broker that does not say
+						end = p.HighWatermark
+					}
+					lag[topicPartition{p.Topic, p.Partition}] = max(end-p.Records[n-1].Offset-1, 0)
+				}
+			})
+		}
+		skipped, err := r.apply(ctx, recs, &outcomes)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("recorder: %w", err)
+			return nil // ctx is done
 		}
 		for _, s := range skipped {
 			r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "error", s.Err)
+		}
+		if r.cfg.Observe != nil {
+			var behind int64
+			for _, n := range lag {
+				behind += n
+			}
+			r.cfg.Observe(Progress{Executions: outcomes, Lag: behind})
 		}
 		r.notify()
 	}
@@ -222,15 +262,80 @@ func (r *Recorder) partitions(ctx context.Context) (kadm.TopicDetails, error) {
 			return nil, ctx.Err()
 		}
 		r.log.Warn("cannot reach the brokers; retrying", "error", err, "retry_in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := pause(ctx, backoff); err != nil {
+			return nil, err
 		}
 		backoff = min(2*backoff, 10*time.Second)
 	}
+}
+
+// Retry bounds of apply: the first wait after a failed commit, and the
+// longest.
+const (
+	firstApplyRetry = 250 * time.Millisecond
+	maxApplyRetry   = 5 * time.Second
+)
+
+// apply stores recs, trying again after a wait while the database fails,
+// until it succeeds or ctx is done (its error is then returned). The
+// failure is logged once, and once more should it change; Err reports it
+// until the records are stored. outcomes, when not nil, is made anew for
+// each attempt, so a failed one counts nothing.
+func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[string]int) ([]Skipped, error) {
+	wait := firstApplyRetry
+	for attempt := 1; ; attempt++ {
+		if *outcomes != nil && attempt > 1 {
+			*outcomes = make(map[string]int)
+		}
+		skipped, err := r.st.apply(ctx, r.cfg.Topics, recs, *outcomes)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err == nil {
+			if r.setFailing(nil) != nil {
+				r.log.Info("storing records again", "attempts", attempt)
+			}
+			return skipped, nil
+		}
+		if prev := r.setFailing(err); prev == nil || prev.Error() != err.Error() {
+			r.log.Error("cannot store records; retrying until the database takes them", "error", err, "retry_in", wait)
+		}
+		if err := pause(ctx, wait); err != nil {
+			return nil, err
+		}
+		wait = min(2*wait, maxApplyRetry)
+	}
+}
+
+// pause waits for d, or returns ctx's error as soon as ctx is done.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// setFailing records why records cannot be stored (nil: they can) and
+// returns what was recorded before.
+func (r *Recorder) setFailing(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prev := r.failing
+	r.failing = err
+	return prev
+}
+
+// Err says why the Recorder cannot store the records it read, while it
+// keeps trying: "database or disk is full", say. It is nil while records
+// are stored.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failing
 }
 
 // notify wakes everyone waiting for a commit.

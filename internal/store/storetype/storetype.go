@@ -28,6 +28,34 @@ const (
 	BatchDuplicate = "duplicate"
 )
 
+// Arrival statuses: where a file is before its batch is recorded.
+const (
+	// ArrivalReceived: a watcher has seen the file in its folder and waits
+	// for it to stop changing.
+	ArrivalReceived = "received"
+	// ArrivalConverting: a watcher took the file and is converting and
+	// injecting it.
+	ArrivalConverting = "converting"
+	// ArrivalFailed: the file could not be handled (no converter for its
+	// name, unreadable, too large, Kafka refused it) and was moved to
+	// failed/; Detail says why.
+	ArrivalFailed = "failed"
+)
+
+// Arrival is a file on its way in: seen, being converted, or failed before
+// anything of its content was recorded. Once its batch is recorded the
+// file is a Batch and the arrival is gone.
+type Arrival struct {
+	ID        string    `json:"id"`
+	File      string    `json:"file"`
+	Folder    string    `json:"folder,omitempty"`
+	Status    string    `json:"status"`
+	Node      string    `json:"node,omitempty"`
+	Detail    string    `json:"detail,omitempty"`
+	FirstSeen time.Time `json:"firstSeen"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
 // Batch is one dropped file, identified by the SHA-256 of its content.
 type Batch struct {
 	ID     string `json:"id"`
@@ -50,7 +78,14 @@ type Batch struct {
 	// LastDuplicateAt is when the same content was last dropped again.
 	LastDuplicateAt *time.Time `json:"lastDuplicateAt,omitempty"`
 	// Tasks counts the tasks whose latest command came from this file.
-	Tasks     int       `json:"tasks"`
+	Tasks int `json:"tasks"`
+	// Kept lists the paths the watchers gave the files of this batch in
+	// their folders' archive/ or failed/, newest first: the file dropped
+	// as File, and any copy of it dropped again. A name taken by an earlier
+	// file gets a suffix (jobs.20261122T101500Z.csv), so this, not File,
+	// says where the file is. Only BatchByID fills it; it is empty for
+	// files recorded before jobdrop recorded moves.
+	Kept      []string  `json:"kept,omitempty"`
 	FirstSeen time.Time `json:"firstSeen"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }

@@ -1,0 +1,60 @@
+package watcher
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// RetryError is what a Handler returns for a file it could not handle for
+// a reason outside the file, such as brokers that refuse writes while
+// their disk is full: the file stays in .processing/ and is handed over
+// again after a wait, before any later file of its folder. Err says why;
+// the watcher logs it once, not at every attempt.
+type RetryError struct {
+	Err error
+}
+
+func (e *RetryError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// firstRetry is the first wait before an attempt is made again; the wait
+// doubles with every failed attempt, up to the folder's rescan interval.
+const firstRetry = time.Second
+
+// retry runs attempt until it returns nil, waiting between attempts, and
+// reports whether it did; false means ctx was done first. A failure is
+// logged as "cannot " + task, once for each different error, and the
+// success that ends a series of failures is logged too. The folder's
+// worker waits here, so its later files wait behind this one and keep
+// their order.
+func (f *folder) retry(ctx context.Context, log *slog.Logger, task string, attempt func() error) bool {
+	wait := min(firstRetry, f.rescan)
+	last := ""
+	for n := 1; ; n++ {
+		err := attempt()
+		if err == nil {
+			if n > 1 {
+				log.Info("retry succeeded: "+task, "attempts", n)
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if msg := err.Error(); msg != last {
+			last = msg
+			log.Error("cannot "+task+"; retrying until it works", "error", err, "retry_in", wait, "attempt", n)
+		} else {
+			log.Debug("cannot "+task+"; retrying", "error", err, "retry_in", wait, "attempt", n)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-f.clock.After(wait):
+		}
+		wait = min(2*wait, f.rescan)
+	}
+}
