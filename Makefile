@@ -50,8 +50,10 @@ bench: ## run the benchmarks, then drop 1M CSV / 200k Excel rows beside kcat and
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list $(PKGS) | grep -v '/bench$$')
 	GO=$(GO) ./bench/run.sh
 
-chaos: ## run the long fault suite: 1,000 tasks a second, 3 instances, kills and a zombie for 3 minutes
-	$(GO) test -count=1 -timeout 60m -run Chaos -v ./cmd/jobdrop -args -chaos-duration=3m -chaos-tasks=1000 -chaos-kill-every=5s
+chaos: ## run the long fault suite (docs/reliability.md): kills during injection, 3 instances under kills and a zombie
+	$(GO) test -count=1 -timeout 60m -run 'Chaos|KillNine' -v ./cmd/jobdrop -args \
+	  -kill-points=20 -kill-rows=100000 \
+	  -chaos-duration=5m -chaos-tasks=5000 -chaos-kill-every=10s
 
 run: ## run jobdrop on its embedded defaults: ./data, ./inbox, console :8080, broker :9092
 	$(GO) run ./cmd/jobdrop run

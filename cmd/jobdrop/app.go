@@ -96,7 +96,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		Topics:          cfg.Topics,
 		Now:             h.clock.Now,
 		OnFile:          countFile(met),
-	}, st, log)
+	}, wholeStore{st, rec}, log)
 	if err != nil {
 		return err
 	}
@@ -214,6 +214,21 @@ func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Record
 		return fmt.Errorf("audit start: %w", err)
 	}
 	return rec.WaitAudit(ctx, a.ID)
+}
+
+// wholeStore answers the injector's "was this content injected before?"
+// from the store, waiting while the recorder rebuilds a database deleted
+// under it: a file dropped again meanwhile is still told a duplicate.
+type wholeStore struct {
+	st  *store.Store
+	rec *store.Recorder
+}
+
+func (w wholeStore) BatchInjected(ctx context.Context, id string) (bool, error) {
+	if err := w.rec.WaitRebuilt(ctx); err != nil {
+		return false, err
+	}
+	return w.st.BatchInjected(ctx, id)
 }
 
 // consoleConfig wires the console: writes through the injector, live

@@ -141,17 +141,7 @@ func (in *instance) advanceTo(at time.Time) {
 	in.clock.Advance(at.Sub(in.clock.Now()))
 }
 
-func (in *instance) getJSON(path string, v any) error {
-	resp, err := http.Get(in.console + path)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
+func (in *instance) getJSON(path string, v any) error { return getJSON(in.console+path, v) }
 
 func (in *instance) page(path string) string {
 	in.t.Helper()

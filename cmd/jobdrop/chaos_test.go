@@ -54,35 +54,49 @@ func TestMain(m *testing.M) {
 
 // child is one jobdrop process.
 type child struct {
-	t    *testing.T
-	name string
-	env  []string
-	log  string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has been reaped
+	t     *testing.T
+	name  string
+	env   []string
+	log   string
+	inbox string
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when the process has been reaped
 }
 
+// startChild starts a jobdrop process on brokers.
 func startChild(t *testing.T, name string, brokers []string) *child {
+	return startChildEnv(t, name, "JOBDROP_KAFKA_BROKERS="+strings.Join(brokers, ","))
+}
+
+// startChildEnv starts a jobdrop process on its own data dir and inbox,
+// which it keeps across kills; env adds to and overrides its JOBDROP_
+// variables. With no JOBDROP_KAFKA_BROKERS it runs the embedded broker.
+func startChildEnv(t *testing.T, name string, env ...string) *child {
 	dir := t.TempDir()
 	logDir := dir
 	if *chaosLogs != "" {
 		logDir = *chaosLogs
 	}
-	c := &child{t: t, name: name, log: filepath.Join(logDir, name+".log"), env: append(os.Environ(),
-		childEnv+"=run",
-		"JOBDROP_NODE="+name,
-		"JOBDROP_DATA_DIR="+filepath.Join(dir, "data"),
-		"JOBDROP_KAFKA_BROKERS="+brokers[0],
-		"JOBDROP_CONSOLE_LISTEN=127.0.0.1:0",
-		"JOBDROP_WATCH_0_DIR="+filepath.Join(dir, "inbox"),
-		"JOBDROP_SCHEDULER_SESSION_TIMEOUT=3s",
-		"JOBDROP_LOG_LEVEL=info",
-		"JOBDROP_LOG_FORMAT=text",
-	)}
+	c := &child{t: t, name: name, log: filepath.Join(logDir, name+".log"), inbox: filepath.Join(dir, "inbox"),
+		env: append(append(os.Environ(),
+			childEnv+"=run",
+			"JOBDROP_NODE="+name,
+			"JOBDROP_DATA_DIR="+filepath.Join(dir, "data"),
+			"JOBDROP_CONSOLE_LISTEN=127.0.0.1:0",
+			"JOBDROP_KAFKA_EMBEDDED_LISTEN=127.0.0.1:0",
+			"JOBDROP_WATCH_0_DIR="+filepath.Join(dir, "inbox"),
+			"JOBDROP_SCHEDULER_SESSION_TIMEOUT=3s",
+			"JOBDROP_LOG_LEVEL=info",
+			"JOBDROP_LOG_FORMAT=text",
+		), env...)}
+	if err := os.MkdirAll(c.inbox, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	c.start()
 	t.Cleanup(func() {
 		c.signal(syscall.SIGCONT)
 		c.signal(syscall.SIGKILL)
+		<-c.done
 		if t.Failed() {
 			b, _ := os.ReadFile(c.log)
 			t.Logf("log of %s (last 3 KiB):\n%s", c.name, b[max(0, len(b)-3072):])

@@ -93,7 +93,9 @@ func (r *readiness) checks(ctx context.Context) []web.ReadyCheck {
 		topicsErr = r.topicsExist(ctx)
 	}
 	var recorderErr, schedulerErr error
-	if err := r.recorder.Err(); err != nil {
+	if err := r.recorder.Err(); errors.Is(err, store.ErrRebuilding) {
+		recorderErr = err
+	} else if err != nil {
 		recorderErr = fmt.Errorf("cannot store records, retrying: %w", err)
 	} else if !r.caughtUp.Load() {
 		recorderErr = errors.New("still storing what was committed before this node started")

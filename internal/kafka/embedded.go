@@ -50,6 +50,11 @@ func StartEmbedded(dir, listen string, log *slog.Logger) (*Broker, error) {
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 			return net.Listen(network, listen)
 		}),
+		// Any session timeout from a second to half an hour, where
+		// Kafka's default floor is 6s: a single node has no network to
+		// be patient with.
+		kfake.GroupMinSessionTimeout(time.Second),
+		kfake.GroupMaxSessionTimeout(30*time.Minute),
 		kfake.BrokerConfigs(map[string]string{
 			// Compact the state topic every ten minutes rather than hourly.
 			"log.cleaner.backoff.ms": "600000",

@@ -5,6 +5,7 @@ package kafkatest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -94,6 +96,61 @@ func Drain(t testing.TB, brokers []string, topic string) []*kgo.Record {
 		})
 	}
 	return out
+}
+
+// EachCommitted calls fn with every committed record of topic, partition
+// by partition, up to the last stable offsets at the call: what a
+// read_committed consumer reads of the transactions committed so far. It
+// holds one fetch in memory, so it reads topics of any size.
+func EachCommitted(t testing.TB, brokers []string, topic string, fn func(*kgo.Record)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(Client(t, brokers)).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("read %s: %v", topic, err)
+	}
+	pending := map[int32]int64{}
+	start := map[string]map[int32]kgo.Offset{topic: {}}
+	ends.Each(func(o kadm.ListedOffset) {
+		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+			return // no topic yet: nothing committed
+		}
+		if o.Err != nil {
+			t.Fatalf("read %s/%d: %v", topic, o.Partition, o.Err)
+		}
+		if o.Offset > 0 {
+			pending[o.Partition] = o.Offset
+			start[topic][o.Partition] = kgo.NewOffset().At(0)
+		}
+	})
+	if len(pending) == 0 {
+		return
+	}
+	// Transaction markers come through, so that a partition's position
+	// reaches its last stable offset.
+	cons := Client(t, brokers, kgo.ConsumePartitions(start), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cons.Close()
+	for len(pending) > 0 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: partitions %v not read to their end", topic, pending)
+		}
+		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("read %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			end, ok := pending[r.Partition]
+			if !ok {
+				return
+			}
+			if r.Offset+1 >= end {
+				delete(pending, r.Partition)
+			}
+			if r.Offset < end && !r.Attrs.IsControl() {
+				fn(r)
+			}
+		})
+	}
 }
 
 // Decode unmarshals every record's value into a T.

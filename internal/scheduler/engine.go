@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -101,7 +102,9 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 }
 
 // Run joins the group and runs a runner per owned partition until ctx is
-// done; then it stops the runners and leaves the group.
+// done; then it stops the runners and leaves the group. It returns an
+// error when the brokers refuse the group's session timeout, which no
+// retry mends.
 func (e *Engine) Run(ctx context.Context) error {
 	input := e.cfg.Topics.Input
 	opts := append([]kgo.Opt{
@@ -134,18 +137,35 @@ func (e *Engine) Run(ctx context.Context) error {
 	// The group assigns partitions; each runner reads its own partition from
 	// the offset it checkpointed, so the group client itself never fetches.
 	group.PauseFetchTopics(input)
+	refused := make(chan error, 1)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	polled := make(chan struct{})
 	go func() {
+		defer close(polled)
 		// Polling surfaces group errors; records never come while paused.
-		for ctx.Err() == nil {
-			fs := group.PollFetches(ctx)
+		for pollCtx.Err() == nil {
+			fs := group.PollFetches(pollCtx)
 			fs.EachError(func(t string, p int32, err error) {
-				if ctx.Err() == nil {
+				switch {
+				case pollCtx.Err() != nil:
+				case errors.Is(err, kerr.InvalidSessionTimeout):
+					// Retrying cannot help: the engine would never fire.
+					select {
+					case refused <- fmt.Errorf("scheduler: the brokers refuse a session timeout of %s "+
+						"(allowed: group.min.session.timeout.ms to group.max.session.timeout.ms of the brokers): %w",
+						e.cfg.SessionTimeout, err):
+					default:
+					}
+				default:
 					e.log.Warn("group consumer", "topic", t, "partition", p, "err", err)
 				}
 			})
 		}
 	}()
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err = <-refused:
+	}
 	e.mu.Lock()
 	e.closed = true
 	var all []int32
@@ -154,8 +174,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	e.stop(all)
+	stopPoll()
+	<-polled
 	group.Close()
-	return nil
+	return err
 }
 
 // Owned lists the partitions this instance runs now.

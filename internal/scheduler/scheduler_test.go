@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
@@ -327,5 +329,40 @@ func TestDeletedAndCreatedAgainInOneTransactionSurvivesARestart(t *testing.T) {
 	fired := kafkatest.Decode[record.Fired](t, kafkatest.Drain(t, h.brokers, "jobs"))
 	if len(fired) != 1 || fired[0].Data["cmd"] != "second" || fired[0].ScheduledAt != t0.Add(2*time.Minute).UnixMilli() {
 		t.Fatalf("fired %+v, want the second definition once", fired)
+	}
+}
+
+// TestRefusedSessionTimeoutStopsTheEngine runs the engine with a session
+// timeout below the brokers' floor (Kafka's default is 6s): it must stop
+// and say so, not retry forever without firing.
+func TestRefusedSessionTimeoutStopsTheEngine(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	topics := record.Topics{}.WithDefaults()
+	cl := kafkatest.Client(t, brokers)
+	if err := kafka.EnsureTopics(context.Background(), cl, topics, partitions, -1); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{
+		ClientOpts:     kafka.ClientOpts(brokers, "test"),
+		Topics:         topics,
+		Targets:        kafka.NewTargetTopics(cl, partitions, -1, true),
+		SessionTimeout: 3 * time.Second,
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = e.Run(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("the engine ran on until the test gave up")
+	}
+	if err == nil || !strings.Contains(err.Error(), "refuse a session timeout of 3s") {
+		t.Errorf("Run returned %v; want it to name the refused session timeout", err)
 	}
 }

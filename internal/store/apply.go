@@ -70,8 +70,10 @@ func (s *Store) Apply(ctx context.Context, topics record.Topics, recs []*kgo.Rec
 // statuses stored, by outcome (see applier.outcomes). The counts are
 // meaningless when it fails.
 func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Record, outcomes map[string]int) (skipped []Skipped, err error) {
+	db, done := s.writer()
+	defer done()
 	topics = topics.WithDefaults()
-	tx, err := s.write.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("apply records: begin: %w", err)
 	}
@@ -159,7 +161,9 @@ func loadOffsets(ctx context.Context, q interface {
 // Offsets reports, per topic and partition, the offset the Recorder
 // resumes reading at: the one after the last record applied.
 func (s *Store) Offsets(ctx context.Context) (map[string]map[int32]int64, error) {
-	flat, err := loadOffsets(ctx, s.read)
+	db, done := s.reader()
+	defer done()
+	flat, err := loadOffsets(ctx, db)
 	if err != nil {
 		return nil, err
 	}

@@ -41,8 +41,10 @@ func auditWhere(f storetype.AuditFilter) (string, []any) {
 
 // Audit returns the audit events the filter selects, newest first.
 func (s *Store) Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype.AuditEvent, error) {
+	db, done := s.reader()
+	defer done()
 	where, args := auditWhere(f)
-	rows, err := s.read.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
 		FROM audit`+where+` ORDER BY at DESC, seq DESC LIMIT ?`, append(args, clampLimit(f.Limit))...)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -54,8 +56,10 @@ func (s *Store) Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype
 // first, one row at a time and with no limit, so an export of any size
 // holds one event in memory. It stops at fn's first error and returns it.
 func (s *Store) EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error {
+	db, done := s.reader()
+	defer done()
 	where, args := auditWhere(f)
-	rows, err := s.read.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
 		FROM audit`+where+` ORDER BY at, seq`, args...)
 	if err != nil {
 		return fmt.Errorf("export audit: %w", err)
@@ -78,7 +82,9 @@ func (s *Store) EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(
 
 // AuditActions lists the distinct audit actions recorded, for filters.
 func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT DISTINCT action FROM audit ORDER BY action`)
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT action FROM audit ORDER BY action`)
 	if err != nil {
 		return nil, fmt.Errorf("audit actions: %w", err)
 	}
@@ -92,9 +98,11 @@ func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
 // ActivitySince counts the files seen, the fires and the failed
 // executions since a moment.
 func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error) {
+	db, done := s.reader()
+	defer done()
 	a := storetype.Activity{Since: since.UTC()}
 	ms := since.UnixMilli()
-	err := s.read.QueryRowContext(ctx, `SELECT
+	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM batches WHERE updated_at >= ?),
 		(SELECT count(*) FROM executions WHERE fired_at >= ?),
 		(SELECT count(*) FROM executions WHERE status = 'FAILED' AND status_at >= ?)`, ms, ms, ms).

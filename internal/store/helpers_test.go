@@ -195,7 +195,7 @@ func waitFor(t *testing.T, r *Recorder, what string, cond func() bool) {
 			}
 			t.Fatalf("recorder stopped before %s", what)
 		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out waiting for %s (recorder: %v)", what, r.Err())
 		}
 	}
 }

@@ -73,14 +73,16 @@ func scanBatch(s scanner) (storetype.Batch, error) {
 // paths its files were moved to (Kept) from the audit trail, or an error
 // wrapping storetype.ErrNotFound.
 func (s *Store) BatchByID(ctx context.Context, id string) (storetype.Batch, error) {
-	b, err := scanBatch(s.read.QueryRowContext(ctx, `SELECT `+batchColumns+` FROM batches b WHERE b.id = ?`, id))
+	db, done := s.reader()
+	defer done()
+	b, err := scanBatch(db.QueryRowContext(ctx, `SELECT `+batchColumns+` FROM batches b WHERE b.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, fmt.Errorf("batch %s: %w", id, storetype.ErrNotFound)
 	}
 	if err != nil {
 		return b, fmt.Errorf("batch %s: %w", id, err)
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT object FROM audit WHERE batch_id = ? AND action = ?
+	rows, err := db.QueryContext(ctx, `SELECT object FROM audit WHERE batch_id = ? AND action = ?
 		ORDER BY at DESC, seq DESC LIMIT ?`, id, record.ActionFileMoved, maxKept)
 	if err != nil {
 		return b, fmt.Errorf("batch %s: moves: %w", id, err)
@@ -99,7 +101,9 @@ const maxKept = 100
 // RecentBatches returns the files most recently recorded or dropped again,
 // newest first.
 func (s *Store) RecentBatches(ctx context.Context, limit int) ([]storetype.Batch, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+batchColumns+` FROM batches b
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT `+batchColumns+` FROM batches b
 		ORDER BY b.updated_at DESC, b.id LIMIT ?`, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("recent batches: %w", err)
@@ -110,7 +114,9 @@ func (s *Store) RecentBatches(ctx context.Context, limit int) ([]storetype.Batch
 // RecentArrivals returns the files on their way in and those that failed
 // before their content was recorded, newest first.
 func (s *Store) RecentArrivals(ctx context.Context, limit int) ([]storetype.Arrival, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, file, folder, status, node, detail, first_seen_at, updated_at
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT id, file, folder, status, node, detail, first_seen_at, updated_at
 		FROM arrivals ORDER BY updated_at DESC, id LIMIT ?`, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("recent arrivals: %w", err)
@@ -127,8 +133,10 @@ func (s *Store) RecentArrivals(ctx context.Context, limit int) ([]storetype.Arri
 // BatchInjected reports whether a file with this batch id has been
 // injected, for the injector's dedupe.
 func (s *Store) BatchInjected(ctx context.Context, id string) (bool, error) {
+	db, done := s.reader()
+	defer done()
 	var n int
-	err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM batches WHERE id = ? AND status = 'injected'`, id).Scan(&n)
+	err := db.QueryRowContext(ctx, `SELECT count(*) FROM batches WHERE id = ? AND status = 'injected'`, id).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("batch %s injected: %w", id, err)
 	}
@@ -161,6 +169,8 @@ func scanTask(s scanner) (storetype.Task, error) {
 // Tasks returns the tasks the filter selects: those due soonest first,
 // then ended tasks, most recently ended first.
 func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error) {
+	db, done := s.reader()
+	defer done()
 	var where []string
 	var args []any
 	if f.Status != "" {
@@ -192,7 +202,7 @@ func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.
 	}
 	q += ` ORDER BY t.next_fire IS NULL, t.next_fire, t.updated_at DESC, t.key LIMIT ?`
 	args = append(args, clampLimit(f.Limit))
-	rows, err := s.read.QueryContext(ctx, q, args...)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: %w", err)
 	}
@@ -208,7 +218,9 @@ func (s *Store) TasksByBatch(ctx context.Context, batchID string, limit int) ([]
 // TaskByKey returns the task with key host/name, or an error wrapping
 // storetype.ErrNotFound.
 func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, error) {
-	t, err := scanTask(s.read.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.key = ?`, key))
+	db, done := s.reader()
+	defer done()
+	t, err := scanTask(db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks t WHERE t.key = ?`, key))
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, fmt.Errorf("task %s: %w", key, storetype.ErrNotFound)
 	}
@@ -239,8 +251,10 @@ func scanExecution(s scanner) (storetype.Execution, error) {
 // RecentExecutions returns the latest fires, newest first (by fire time,
 // or report time while only a worker's report is known).
 func (s *Store) RecentExecutions(ctx context.Context, limit int) ([]storetype.Execution, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
-		ORDER BY coalesce(fired_at, status_at) DESC LIMIT ?`, clampLimit(limit))
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
+		ORDER BY coalesce(fired_at, status_at) DESC, scheduled_at DESC, fire_id LIMIT ?`, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("recent executions: %w", err)
 	}
@@ -250,9 +264,11 @@ func (s *Store) RecentExecutions(ctx context.Context, limit int) ([]storetype.Ex
 // ExecutionsByTask returns the latest fires of the task with key
 // host/name, latest scheduled first.
 func (s *Store) ExecutionsByTask(ctx context.Context, key string, limit int) ([]storetype.Execution, error) {
+	db, done := s.reader()
+	defer done()
 	host, name, _ := task.SplitKey(key)
-	rows, err := s.read.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
-		WHERE host = ? AND name = ? ORDER BY scheduled_at DESC LIMIT ?`, host, name, clampLimit(limit))
+	rows, err := db.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
+		WHERE host = ? AND name = ? ORDER BY scheduled_at DESC, fire_id LIMIT ?`, host, name, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("executions of task %s: %w", key, err)
 	}
@@ -262,8 +278,10 @@ func (s *Store) ExecutionsByTask(ctx context.Context, key string, limit int) ([]
 // ExecutionsByBatch returns the latest fires of the tasks a file created,
 // newest first.
 func (s *Store) ExecutionsByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Execution, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
-		WHERE batch_id = ? ORDER BY coalesce(fired_at, status_at) DESC LIMIT ?`, batchID, clampLimit(limit))
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
+		WHERE batch_id = ? ORDER BY coalesce(fired_at, status_at) DESC, scheduled_at DESC, fire_id LIMIT ?`, batchID, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("executions of file %s: %w", batchID, err)
 	}
@@ -273,7 +291,9 @@ func (s *Store) ExecutionsByBatch(ctx context.Context, batchID string, limit int
 // ExecutionByFireID returns one fire, or an error wrapping
 // storetype.ErrNotFound.
 func (s *Store) ExecutionByFireID(ctx context.Context, fireID string) (storetype.Execution, error) {
-	e, err := scanExecution(s.read.QueryRowContext(ctx, `SELECT `+executionColumns+` FROM executions WHERE fire_id = ?`, fireID))
+	db, done := s.reader()
+	defer done()
+	e, err := scanExecution(db.QueryRowContext(ctx, `SELECT `+executionColumns+` FROM executions WHERE fire_id = ?`, fireID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("execution %s: %w", fireID, storetype.ErrNotFound)
 	}
@@ -293,7 +313,9 @@ func scanAudit(s scanner) (storetype.AuditEvent, error) {
 
 // RecentAudit returns the latest audit events, newest first.
 func (s *Store) RecentAudit(ctx context.Context, limit int) ([]storetype.AuditEvent, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
 		FROM audit ORDER BY at DESC, seq DESC LIMIT ?`, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("recent audit: %w", err)
@@ -303,7 +325,9 @@ func (s *Store) RecentAudit(ctx context.Context, limit int) ([]storetype.AuditEv
 
 // AuditByBatch returns the audit events about one file, oldest first.
 func (s *Store) AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
 		FROM audit WHERE batch_id = ? ORDER BY at, seq LIMIT ?`, batchID, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("audit of batch %s: %w", batchID, err)
@@ -313,8 +337,10 @@ func (s *Store) AuditByBatch(ctx context.Context, batchID string, limit int) ([]
 
 // AuditRecorded reports whether the audit event with this id is stored.
 func (s *Store) AuditRecorded(ctx context.Context, id string) (bool, error) {
+	db, done := s.reader()
+	defer done()
 	var n int
-	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM audit WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit WHERE id = ?`, id).Scan(&n); err != nil {
 		return false, fmt.Errorf("audit %s recorded: %w", id, err)
 	}
 	return n > 0, nil
@@ -323,8 +349,10 @@ func (s *Store) AuditRecorded(ctx context.Context, id string) (bool, error) {
 // Summary counts files, tasks and executions by status, all as of one
 // moment.
 func (s *Store) Summary(ctx context.Context) (storetype.Summary, error) {
+	db, done := s.reader()
+	defer done()
 	var sum storetype.Summary
-	tx, err := s.read.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return sum, fmt.Errorf("summary: %w", err)
 	}

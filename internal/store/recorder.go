@@ -69,7 +69,25 @@ type Recorder struct {
 	running bool
 	done    chan struct{} // closed when Run returns
 	failing error         // why records cannot be stored right now; nil when they can
+	rebuild *rebuild      // the rebuild under way; nil when none is
 }
+
+// rebuild is the refilling of a database that was deleted or replaced
+// while the Recorder ran.
+type rebuild struct {
+	why   error
+	start time.Time
+	ends  map[string]map[int32]int64 // last stable offsets when it began
+}
+
+// ErrRebuilding is what Err wraps while the Recorder refills a database
+// that was deleted or replaced while it ran: the console shows less than
+// there is until it is done.
+var ErrRebuilding = errors.New("rebuilding the database from the topics")
+
+// fileCheck is how often, at least, the Recorder looks whether its
+// database file is still the one it has open.
+const fileCheck = 2 * time.Second
 
 // NewRecorder validates cfg, applies its defaults and returns a Recorder
 // that does nothing until Run.
@@ -123,56 +141,177 @@ func (r *Recorder) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	defer cl.Close()
+	defer func() {
+		if cl != nil { // nil after a rebuild cut short
+			cl.Close()
+		}
+	}()
 	r.log.Info("recorder started", "topics", r.topics)
 	lag := make(map[topicPartition]int64) // for Observe
 	for {
-		fetches := cl.PollRecords(ctx, r.cfg.MaxPollRecords)
+		// A deadline, so that the database file is looked at while no
+		// records come.
+		pctx, cancel := context.WithTimeout(ctx, fileCheck)
+		fetches := cl.PollRecords(pctx, r.cfg.MaxPollRecords)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
+		}
+		if why := r.st.Replaced(); why != nil {
+			// What was read is for the old file: the new one starts
+			// from its own offsets.
+			cl.Close()
+			if cl, err = r.startRebuild(ctx, why); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			clear(lag)
+			continue
 		}
 		if fetches.IsClientClosed() {
 			return errors.New("recorder: kafka client closed")
 		}
 		fetches.EachError(func(topic string, partition int32, err error) {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			// The client retries by itself; say why nothing comes.
 			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "error", err)
 		})
-		recs := fetches.Records()
-		if len(recs) == 0 {
-			continue
-		}
-		var outcomes map[string]int
-		if r.cfg.Observe != nil {
-			outcomes = make(map[string]int)
-			fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-				if n := len(p.Records); n > 0 {
-					end := p.LastStableOffset
-					if end < 0 { // a broker that does not say
-						end = p.HighWatermark
-					}
-					lag[topicPartition{p.Topic, p.Partition}] = max(end-p.Records[n-1].Offset-1, 0)
-				}
-			})
-		}
-		skipped, err := r.apply(ctx, recs, &outcomes)
+		stored, err := r.store(ctx, fetches, lag)
 		if err != nil {
 			return nil // ctx is done
 		}
-		for _, s := range skipped {
-			r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "error", s.Err)
+		if r.endRebuild(ctx) || stored {
+			r.notify()
 		}
-		if r.cfg.Observe != nil {
-			var behind int64
-			for _, n := range lag {
-				behind += n
+	}
+}
+
+// store stores the records of fetches, telling Observe, and reports
+// whether there were any. lag is the Observe's view of the partitions read
+// so far. It fails only when ctx is done.
+func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topicPartition]int64) (bool, error) {
+	recs := fetches.Records()
+	if len(recs) == 0 {
+		return false, nil
+	}
+	var outcomes map[string]int
+	if r.cfg.Observe != nil {
+		outcomes = make(map[string]int)
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if n := len(p.Records); n > 0 {
+				end := p.LastStableOffset
+				if end < 0 { // a broker that does not say
+					end = p.HighWatermark
+				}
+				lag[topicPartition{p.Topic, p.Partition}] = max(end-p.Records[n-1].Offset-1, 0)
 			}
-			r.cfg.Observe(Progress{Executions: outcomes, Lag: behind})
+		})
+	}
+	skipped, err := r.apply(ctx, recs, &outcomes)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range skipped {
+		r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "error", s.Err)
+	}
+	if r.cfg.Observe != nil {
+		var behind int64
+		for _, n := range lag {
+			behind += n
 		}
-		r.notify()
+		r.cfg.Observe(Progress{Executions: outcomes, Lag: behind})
+	}
+	return true, nil
+}
+
+// startRebuild opens the file now at the database's path, a new one when
+// it is gone, and returns a consumer that fills it from the offsets it
+// holds: from the topics' start for a new file. Until the Recorder has
+// stored everything committed when it began, Err wraps ErrRebuilding.
+func (r *Recorder) startRebuild(ctx context.Context, why error) (*kgo.Client, error) {
+	r.log.Error("the database file changed under the recorder; rebuilding it from the topics", "reason", why)
+	b := &rebuild{why: why, start: time.Now()}
+	r.setRebuild(b)
+	for wait := firstApplyRetry; ; wait = min(2*wait, maxApplyRetry) {
+		err := r.st.Reopen()
+		if err == nil {
+			break
+		}
+		if prev := r.setFailing(err); prev == nil || prev.Error() != err.Error() {
+			r.log.Error("cannot open the database; retrying", "error", err, "retry_in", wait)
+		}
+		if err := pause(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+	r.setFailing(nil)
+	r.notify() // pages show what the new file holds
+	ends, err := r.endOffsets(ctx, r.topics...)
+	if err != nil {
+		return nil, fmt.Errorf("recorder: rebuild: %w", err)
+	}
+	r.mu.Lock()
+	b.ends = ends
+	r.mu.Unlock()
+	return r.consumer(ctx)
+}
+
+// endRebuild ends the rebuild under way once every partition is stored up
+// to where it stood when the rebuild began, and reports whether it did.
+func (r *Recorder) endRebuild(ctx context.Context) bool {
+	r.mu.Lock()
+	b := r.rebuild
+	r.mu.Unlock()
+	if b == nil {
+		return false
+	}
+	stored, err := r.st.Offsets(ctx)
+	if err != nil {
+		return false // asked again after the next poll
+	}
+	for topic, ps := range b.ends {
+		for p, end := range ps {
+			if stored[topic][p] < end {
+				return false
+			}
+		}
+	}
+	r.setRebuild(nil)
+	r.log.Info("database rebuilt from the topics", "took_ms", time.Since(b.start).Milliseconds())
+	return true
+}
+
+func (r *Recorder) setRebuild(b *rebuild) {
+	r.mu.Lock()
+	r.rebuild = b
+	r.mu.Unlock()
+}
+
+// WaitRebuilt returns at once unless the Recorder is rebuilding its
+// database; then it returns once the rebuild is done, with ctx's error
+// when ctx is done first, or ErrRecorderStopped when Run returns first.
+// What asks the store for what was done before (has this file been
+// injected?) waits for it.
+func (r *Recorder) WaitRebuilt(ctx context.Context) error {
+	for {
+		applied := r.appliedChan()
+		r.mu.Lock()
+		b := r.rebuild
+		r.mu.Unlock()
+		if b == nil {
+			return nil
+		}
+		select {
+		case <-applied:
+		case <-r.done:
+			return ErrRecorderStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
@@ -330,12 +469,19 @@ func (r *Recorder) setFailing(err error) error {
 }
 
 // Err says why the Recorder cannot store the records it read, while it
-// keeps trying: "database or disk is full", say. It is nil while records
-// are stored.
+// keeps trying: "database or disk is full", say; or, wrapping
+// ErrRebuilding, that it is refilling a database that was deleted or
+// replaced. It is nil while records are stored and the database is whole.
 func (r *Recorder) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.failing
+	switch {
+	case r.failing != nil:
+		return r.failing
+	case r.rebuild != nil:
+		return fmt.Errorf("%w: %w", ErrRebuilding, r.rebuild.why)
+	}
+	return nil
 }
 
 // notify wakes everyone waiting for a commit.
@@ -364,10 +510,11 @@ func (r *Recorder) appliedChan() <-chan struct{} {
 // error when ctx is done first, and ErrRecorderStopped when Run returns
 // first.
 func (r *Recorder) WaitAudit(ctx context.Context, id string) error {
-	ends, err := r.auditEnds(ctx)
+	all, err := r.endOffsets(ctx, r.cfg.Topics.Audit)
 	if err != nil {
 		return fmt.Errorf("wait for audit %s: %w", id, err)
 	}
+	ends := all[r.cfg.Topics.Audit]
 	for {
 		// Take the channel before looking, so a commit between the look
 		// and the wait is not missed.
@@ -392,31 +539,35 @@ func (r *Recorder) WaitAudit(ctx context.Context, id string) error {
 	}
 }
 
-// auditEnds asks the brokers for the last stable offset of every audit
-// partition: everything committed so far lies below it.
-func (r *Recorder) auditEnds(ctx context.Context) (map[int32]int64, error) {
+// endOffsets asks the brokers for the last stable offset of every
+// partition of topics: everything committed so far lies below it. Topics
+// that do not exist are left out.
+func (r *Recorder) endOffsets(ctx context.Context, topics ...string) (map[string]map[int32]int64, error) {
 	cl, err := kgo.NewClient(r.cfg.ClientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("new kafka client: %w", err)
 	}
 	defer cl.Close()
-	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, r.cfg.Topics.Audit)
+	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", r.cfg.Topics.Audit, err)
+		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
 	}
-	ends := make(map[int32]int64)
+	ends := make(map[string]map[int32]int64)
 	var errs []error
 	listed.Each(func(o kadm.ListedOffset) {
 		switch {
 		case o.Err == nil:
-			ends[o.Partition] = o.Offset
+			if ends[o.Topic] == nil {
+				ends[o.Topic] = make(map[int32]int64)
+			}
+			ends[o.Topic][o.Partition] = o.Offset
 		case errors.Is(o.Err, kerr.UnknownTopicOrPartition):
 		default:
-			errs = append(errs, fmt.Errorf("partition %d: %w", o.Partition, o.Err))
+			errs = append(errs, fmt.Errorf("%s partition %d: %w", o.Topic, o.Partition, o.Err))
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("list end offsets of %s: %w", r.cfg.Topics.Audit, err)
+		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
 	return ends, nil
 }

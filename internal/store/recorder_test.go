@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,9 @@ func dump(t *testing.T, st *Store) string {
 		`SELECT id, at, actor, action, object, outcome, detail, batch_id FROM audit ORDER BY id`,
 		`SELECT * FROM topic_offsets ORDER BY topic, partition`,
 	} {
-		rows, err := st.read.Query(q)
+		db, done := st.reader()
+		rows, err := db.Query(q)
+		done()
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -514,4 +517,91 @@ func TestRecorderReadsTopicCreatedLater(t *testing.T) {
 	if err := r.WaitAudit(ctxT(t), "late"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// opened is the file the store has open now.
+func opened(st *Store) os.FileInfo {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.file
+}
+
+// TestRecorderRebuildsDatabaseDeletedWhileRunning deletes the database
+// files under a running recorder, as a careless clean-up would: the
+// recorder must notice, say so, fill a new file at the same path with
+// everything the topics hold, and go on recording. (The new file may well
+// reuse the deleted one's inode: the log is what tells a rebuild.)
+func TestRecorderRebuildsDatabaseDeletedWhileRunning(t *testing.T) {
+	c := newCluster(t)
+	produceFixture(t, c)
+	path := tempDB(t)
+	st := openStore(t, path)
+	logs := &logBuffer{}
+	r := startRecorder(t, st, c, logs)
+	waitCaughtUp(t, r.Recorder, st, c)
+	before := dump(t, st)
+
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, r.Recorder, "a new database file holding everything", func() bool {
+		return len(logs.lines("database rebuilt from the topics")) > 0 && r.Err() == nil && dump(t, st) == before
+	})
+	if len(logs.lines("rebuilding it from the topics")) != 1 || len(logs.lines("database rebuilt from the topics")) != 1 {
+		t.Errorf("the log does not say once that the database is rebuilt:\n%s", strings.Join(logs.lines("rebuil"), "\n"))
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("no database file at %s after the rebuild: %v", path, err)
+	}
+
+	produceTxn(t, producer(t, c, "later"), true, auditRec(t, 2, record.Audit{
+		ID: "a-later", At: t0 + 5000, Actor: "watcher", Action: record.ActionFileReceived, Object: "later.csv", Outcome: record.OutcomeOK,
+	}))
+	waitFor(t, r.Recorder, "an event committed after the rebuild", func() bool {
+		ok, err := st.AuditRecorded(context.Background(), "a-later")
+		return err == nil && ok
+	})
+}
+
+// TestRecorderFollowsADatabaseRestoredFromABackup puts an older copy of
+// the database in place of the file a running recorder has open: the
+// recorder must take the copy and bring it up to date from the offsets it
+// holds.
+func TestRecorderFollowsADatabaseRestoredFromABackup(t *testing.T) {
+	c := newCluster(t)
+	produceFixture(t, c)
+	path := tempDB(t)
+	st := openStore(t, path)
+	r := startRecorder(t, st, c, nil)
+	waitCaughtUp(t, r.Recorder, st, c)
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	db, done := st.writer()
+	_, err := db.Exec(`VACUUM INTO ?`, backup)
+	done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyInfo, err := os.Stat(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	produceTxn(t, producer(t, c, "later"), true, auditRec(t, 2, record.Audit{
+		ID: "a-later", At: t0 + 5000, Actor: "watcher", Action: record.ActionFileReceived, Object: "later.csv", Outcome: record.OutcomeOK,
+	}))
+	waitFor(t, r.Recorder, "an event committed after the backup", func() bool {
+		ok, err := st.AuditRecorded(context.Background(), "a-later")
+		return err == nil && ok
+	})
+	after := dump(t, st)
+
+	if err := os.Rename(backup, path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, r.Recorder, "the restored copy, brought up to date", func() bool {
+		now := opened(st)
+		return now != nil && os.SameFile(now, copyInfo) && r.Err() == nil && dump(t, st) == after
+	})
 }

@@ -31,12 +31,20 @@ const readConns = 4
 // Store is a SQLite database holding jobdrop's view of its topics. It has
 // one writer connection, used by the Recorder, and a small pool of read
 // connections for queries; with WAL, readers never wait for the writer.
+//
+// The database file can be deleted or replaced while the store is open:
+// Replaced tells, and Reopen opens the file now at the path (a new, empty
+// one when it is gone), which the Recorder then fills from the topics.
 type Store struct {
-	path  string
-	write *sql.DB
-	read  *sql.DB
+	path string
 
-	closeOnce sync.Once
+	// mu is held for reading while the connections are in use, and for
+	// writing to replace or close them.
+	mu     sync.RWMutex
+	write  *sql.DB
+	read   *sql.DB
+	file   os.FileInfo // the database file as opened
+	closed bool
 }
 
 // Open opens or creates the database at path, creating its folder if
@@ -48,15 +56,26 @@ func Open(path string) (*Store, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open store %s: path must not contain '?'", path)
 	}
+	s := &Store{path: path}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens the connections on the file at s.path; s.mu is held or s is
+// not shared yet.
+func (s *Store) open() error {
+	path := s.path
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
+			return fmt.Errorf("open store: %w", err)
 		}
 	}
 	common := "_busy_timeout=" + strconv.Itoa(busyTimeoutMillis) + "&_foreign_keys=on"
 	write, err := sql.Open("sqlite3", path+"?"+common+"&_journal_mode=WAL&_synchronous=NORMAL&_txlock=immediate")
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	// One writer: SQLite serialises writers anyway, and one connection
 	// makes "begin" never wait on ourselves.
@@ -64,44 +83,114 @@ func Open(path string) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	write.SetConnMaxIdleTime(0)
-	s := &Store{path: path, write: write}
-	if err := s.migrate(context.Background()); err != nil {
+	if err := migrate(context.Background(), write); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	file, err := os.Stat(path)
+	if err != nil {
+		write.Close()
+		return fmt.Errorf("open store: %w", err)
 	}
 	read, err := sql.Open("sqlite3", path+"?"+common+"&_query_only=true")
 	if err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	read.SetMaxOpenConns(readConns)
 	read.SetMaxIdleConns(readConns)
 	if err := read.Ping(); err != nil {
 		write.Close()
 		read.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	s.read = read
-	return s, nil
+	s.write, s.read, s.file = write, read, file
+	return nil
 }
 
 // Path is the database file the store was opened on.
 func (s *Store) Path() string { return s.path }
 
+// reader returns the read pool, usable until done is called.
+func (s *Store) reader() (db *sql.DB, done func()) {
+	s.mu.RLock()
+	return s.read, s.mu.RUnlock
+}
+
+// writer returns the writer connection, usable until done is called.
+func (s *Store) writer() (db *sql.DB, done func()) {
+	s.mu.RLock()
+	return s.write, s.mu.RUnlock
+}
+
+// Replaced says whether the file at the store's path is no longer the one
+// it has open: deleted (by hand, or by a clean-up that thought it a cache)
+// or replaced by another file, such as a copy restored from a backup. It
+// is nil while the file is the one opened, or when the path cannot be
+// looked at.
+func (s *Store) Replaced() error {
+	now, err := os.Stat(s.path)
+	s.mu.RLock()
+	opened, closed := s.file, s.closed
+	s.mu.RUnlock()
+	switch {
+	case closed || opened == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the database file %s was deleted", s.path)
+	case err == nil && !os.SameFile(now, opened):
+		return fmt.Errorf("the database file %s was replaced by another file", s.path)
+	}
+	return nil
+}
+
+// Reopen closes the database and opens the file now at the store's path,
+// or a new one when there is none. It waits for the queries under way;
+// queries asked meanwhile wait for it. Should opening fail, queries fail
+// until a Reopen succeeds.
+func (s *Store) Reopen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("reopen store %s: closed", s.path)
+	}
+	s.closeConns()
+	if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
+		// The write-ahead log and shared memory of a deleted database
+		// would be taken for the new one's.
+		for _, f := range []string{s.path + "-wal", s.path + "-shm"} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("reopen store: %w", err)
+			}
+		}
+	}
+	return s.open()
+}
+
+// closeConns closes the connections; s.mu is held.
+func (s *Store) closeConns() error {
+	var errs []error
+	for _, db := range []*sql.DB{s.read, s.write} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	s.file = nil
+	return errors.Join(errs...)
+}
+
 // Close closes the database. Calling it again does nothing and returns nil.
 func (s *Store) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		var errs []error
-		if s.read != nil {
-			errs = append(errs, s.read.Close())
-		}
-		errs = append(errs, s.write.Close())
-		if joined := errors.Join(errs...); joined != nil {
-			err = fmt.Errorf("close store %s: %w", s.path, joined)
-		}
-	})
-	return err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.closeConns(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // migration is one embedded schema change; applying it sets the schema
@@ -153,20 +242,20 @@ func SchemaVersion() int {
 
 // migrate applies, each in its own transaction, the migrations newer than
 // the database's schema version.
-func (s *Store) migrate(ctx context.Context) error {
+func migrate(ctx context.Context, db *sql.DB) error {
 	ms, err := migrations()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	var current int
-	if err := s.write.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
 		return fmt.Errorf("migrate: read schema version: %w", err)
 	}
 	if current > len(ms) {
 		return fmt.Errorf("migrate: database schema version %d is newer than this program's %d", current, len(ms))
 	}
 	for _, m := range ms[current:] {
-		tx, err := s.write.BeginTx(ctx, nil)
+		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("migrate %s: %w", m.name, err)
 		}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+)
+
+// TestDatabaseDeletedWhileRunningIsRebuilt deletes the SQLite files of a
+// running jobdrop, as a clean-up script that takes them for a cache would:
+// jobdrop must notice, rebuild the database from Kafka at the same path,
+// show the console whole again, and still know which files it injected.
+func TestDatabaseDeletedWhileRunningIsRebuilt(t *testing.T) {
+	in := startInstance(t)
+	t0 := in.clock.Now()
+	jobs := "host,name,topic,start,timeUnit,time\n" +
+		"acme,once," + "batch-jobs," + t0.Add(time.Second).UTC().Format(time.RFC3339) + ",,\n" +
+		"acme,hourly,batch-jobs," + t0.Add(time.Second).UTC().Format(time.RFC3339) + ",HOURS,1\n"
+	in.drop("jobs.csv", jobs)
+	in.waitFile("archive", "jobs.csv")
+	in.advanceTo(t0.Add(time.Second))
+
+	views := []string{"/api/files", "/api/tasks", "/api/executions"}
+	snapshot := func() map[string]string {
+		out := map[string]string{}
+		for _, v := range views {
+			code, body := in.call(http.MethodGet, v, "", "")
+			if code != http.StatusOK {
+				return nil
+			}
+			out[v] = body
+		}
+		return out
+	}
+	var before map[string]string
+	kafkatest.Eventually(t, 60*time.Second, "2 fires recorded and /readyz 200", func() bool {
+		before = snapshot()
+		code, _ := in.readyz()
+		return code == http.StatusOK && strings.Count(before["/api/executions"], `"fireId"`) == 2 &&
+			strings.Contains(before["/api/tasks"], `"completed"`)
+	})
+
+	db := filepath.Join(in.cfg.DataDir, dbFile)
+	for _, p := range []string{db, db + "-wal", db + "-shm"} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	kafkatest.Eventually(t, 60*time.Second, "the log to say the database is rebuilt", func() bool {
+		return strings.Contains(in.logs.String(), "rebuilding it from the topics")
+	})
+	var differs string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last difference: %s", differs)
+		}
+	}()
+	kafkatest.Eventually(t, 60*time.Second, "/readyz 200 and the console as before", func() bool {
+		code, ready := in.readyz()
+		now := snapshot()
+		for _, v := range views {
+			if now[v] != before[v] {
+				differs = fmt.Sprintf("%s before:\n%s\nnow:\n%s", v, before[v], now[v])
+				return false
+			}
+		}
+		differs = fmt.Sprintf("/readyz %d %v", code, ready)
+		return code == http.StatusOK
+	})
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("no database at %s after the rebuild: %v", db, err)
+	}
+
+	// The rebuilt database still knows the file: the same content dropped
+	// again is a duplicate, and a new file goes in.
+	in.drop("jobs-again.csv", jobs)
+	in.waitFile("archive", "jobs-again.csv")
+	in.drop("more.csv", "host,name,topic,start,timeUnit,time\nacme,more,batch-jobs,,HOURS,1\n")
+	in.waitFile("archive", "more.csv")
+	kafkatest.Eventually(t, 60*time.Second, "the duplicate and the new file on the console", func() bool {
+		var files []struct {
+			File       string `json:"file"`
+			Status     string `json:"status"`
+			Duplicates int    `json:"duplicates"`
+		}
+		if in.getJSON("/api/files", &files) != nil {
+			return false
+		}
+		dup, more := false, false
+		for _, f := range files {
+			dup = dup || f.File == "jobs.csv" && f.Status == "injected" && f.Duplicates == 1
+			more = more || f.File == "more.csv" && f.Status == "injected"
+		}
+		return dup && more
+	})
+}
