@@ -322,13 +322,21 @@ func TestRecorderAppliesCommittedRecordsOnly(t *testing.T) {
 	})
 }
 
-func TestRecorderRebuildsDeletedDatabase(t *testing.T) {
-	c := newCluster(t)
+// recordedFixture is the fixture on a cluster, recorded whole by a running
+// recorder into a store at path.
+func recordedFixture(t *testing.T, logs *logBuffer) (c *kfake.Cluster, path string, st *Store, r *running) {
+	t.Helper()
+	c = newCluster(t)
 	produceFixture(t, c)
-	path := tempDB(t)
-	st := openStore(t, path)
-	r := startRecorder(t, st, c, nil)
+	path = tempDB(t)
+	st = openStore(t, path)
+	r = startRecorder(t, st, c, logs)
 	waitCaughtUp(t, r.Recorder, st, c)
+	return c, path, st, r
+}
+
+func TestRecorderRebuildsDeletedDatabase(t *testing.T) {
+	c, path, st, r := recordedFixture(t, nil)
 	before := dump(t, st)
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
@@ -532,13 +540,8 @@ func opened(st *Store) os.FileInfo {
 // everything the topics hold, and go on recording. (The new file may well
 // reuse the deleted one's inode: the log is what tells a rebuild.)
 func TestRecorderRebuildsDatabaseDeletedWhileRunning(t *testing.T) {
-	c := newCluster(t)
-	produceFixture(t, c)
-	path := tempDB(t)
-	st := openStore(t, path)
 	logs := &logBuffer{}
-	r := startRecorder(t, st, c, logs)
-	waitCaughtUp(t, r.Recorder, st, c)
+	c, path, st, r := recordedFixture(t, logs)
 	before := dump(t, st)
 
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
@@ -570,12 +573,7 @@ func TestRecorderRebuildsDatabaseDeletedWhileRunning(t *testing.T) {
 // recorder must take the copy and bring it up to date from the offsets it
 // holds.
 func TestRecorderFollowsADatabaseRestoredFromABackup(t *testing.T) {
-	c := newCluster(t)
-	produceFixture(t, c)
-	path := tempDB(t)
-	st := openStore(t, path)
-	r := startRecorder(t, st, c, nil)
-	waitCaughtUp(t, r.Recorder, st, c)
+	c, path, st, r := recordedFixture(t, nil)
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	db, done := st.writer()
 	_, err := db.Exec(`VACUUM INTO ?`, backup)
