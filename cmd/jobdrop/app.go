@@ -225,10 +225,12 @@ type wholeStore struct {
 }
 
 func (w wholeStore) BatchInjected(ctx context.Context, id string) (bool, error) {
-	if err := w.rec.WaitRebuilt(ctx); err != nil {
-		return false, err
-	}
-	return w.st.BatchInjected(ctx, id)
+	var seen bool
+	err := w.rec.Whole(ctx, func() (err error) {
+		seen, err = w.st.BatchInjected(ctx, id)
+		return err
+	})
+	return seen, err
 }
 
 // consoleConfig wires the console: writes through the injector, live

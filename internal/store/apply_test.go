@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -279,6 +280,53 @@ func TestApplyFollowsAFileFromArrivalToBatch(t *testing.T) {
 			}
 			if len(got) != 1 || got[0].Status != tt.want || got[0].Detail != tt.detail || got[0].File != "jobs.csv" || got[0].Folder != "/in" {
 				t.Fatalf("arrivals = %+v, want one %s (%q)", got, tt.want, tt.detail)
+			}
+		})
+	}
+}
+
+// TestEachAuditReadsEveryEventAcrossChunks stores more events than one
+// chunk holds, many in the same millisecond, and reads them back whole, in
+// order, with and without a filter.
+func TestEachAuditReadsEveryEventAcrossChunks(t *testing.T) {
+	st := openStore(t, tempDB(t))
+	const n = 2*exportChunk + 321
+	var recs []*kgo.Record
+	for i := range n {
+		actor := "watcher"
+		if i%3 == 0 {
+			actor = "api"
+		}
+		recs = append(recs, auditRec(t, int32(i%3), record.Audit{ID: fmt.Sprintf("e%05d", i), At: t0 + int64(i/500), Actor: actor,
+			Action: record.ActionFileReceived, Object: "f", Outcome: record.OutcomeOK}))
+	}
+	apply(t, st, sequence(recs...)...)
+	for _, tc := range []struct {
+		name   string
+		filter storetype.AuditFilter
+		want   int
+	}{
+		{"all", storetype.AuditFilter{}, n},
+		{"one actor", storetype.AuditFilter{Actor: "api"}, (n + 2) / 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := map[string]bool{}
+			var last time.Time
+			err := st.EachAudit(context.Background(), tc.filter, func(a storetype.AuditEvent) error {
+				if seen[a.ID] {
+					t.Errorf("%s read twice", a.ID)
+				}
+				if a.At.Before(last) {
+					t.Errorf("%s at %v after one at %v", a.ID, a.At, last)
+				}
+				seen[a.ID], last = true, a.At
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != tc.want {
+				t.Errorf("read %d events, want %d", len(seen), tc.want)
 			}
 		})
 	}

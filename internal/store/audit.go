@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,32 +53,65 @@ func (s *Store) Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype
 	return collect(rows, scanAudit, "audit")
 }
 
+// exportChunk is how many audit events EachAudit reads at a time.
+const exportChunk = 1000
+
 // EachAudit calls fn with every audit event the filter selects, oldest
-// first, one row at a time and with no limit, so an export of any size
-// holds one event in memory. It stops at fn's first error and returns it.
+// first and with no limit, reading them a chunk at a time: an export of
+// any size holds one chunk in memory, and fn, which may wait on a slow
+// client, runs while the database is free to be reopened. It stops at
+// fn's first error and returns it.
 func (s *Store) EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error {
-	db, done := s.reader()
-	defer done()
 	where, args := auditWhere(f)
-	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
-		FROM audit`+where+` ORDER BY at, seq`, args...)
-	if err != nil {
-		return fmt.Errorf("export audit: %w", err)
+	next := " WHERE "
+	if where != "" {
+		next = " AND "
 	}
-	defer rows.Close()
-	for rows.Next() {
-		a, err := scanAudit(rows)
+	var lastAt, lastSeq int64
+	for first := true; ; first = false {
+		q, qargs := `SELECT seq, id, at, actor, action, object, outcome, detail, batch_id FROM audit`+where, slices.Clone(args)
+		if !first {
+			q += next + `(at > ? OR (at = ? AND seq > ?))`
+			qargs = append(qargs, lastAt, lastAt, lastSeq)
+		}
+		chunk, err := s.auditChunk(ctx, q+` ORDER BY at, seq LIMIT ?`, append(qargs, exportChunk)...)
 		if err != nil {
 			return fmt.Errorf("export audit: %w", err)
 		}
-		if err := fn(a); err != nil {
-			return err
+		for _, e := range chunk {
+			if err := fn(e.AuditEvent); err != nil {
+				return err
+			}
 		}
+		if len(chunk) < exportChunk {
+			return nil
+		}
+		last := chunk[len(chunk)-1]
+		lastAt, lastSeq = last.At.UnixMilli(), last.seq
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("export audit: %w", err)
+}
+
+// seqAudit is an audit event with its place in the table.
+type seqAudit struct {
+	storetype.AuditEvent
+	seq int64
+}
+
+// auditChunk runs q, which selects seq and then the columns scanAudit reads.
+func (s *Store) auditChunk(ctx context.Context, q string, args ...any) ([]seqAudit, error) {
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return collect(rows, func(sc scanner) (seqAudit, error) {
+		var e seqAudit
+		var at int64
+		err := sc.Scan(&e.seq, &e.ID, &at, &e.Actor, &e.Action, &e.Object, &e.Outcome, &e.Detail, &e.Batch)
+		e.At = timeOf(at)
+		return e, err
+	}, "audit")
 }
 
 // AuditActions lists the distinct audit actions recorded, for filters.

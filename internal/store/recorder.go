@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -70,6 +71,8 @@ type Recorder struct {
 	done    chan struct{} // closed when Run returns
 	failing error         // why records cannot be stored right now; nil when they can
 	rebuild *rebuild      // the rebuild under way; nil when none is
+
+	rebuilds atomic.Uint64 // rebuilds begun, counted before the file is reopened
 }
 
 // rebuild is the refilling of a database that was deleted or replaced
@@ -181,6 +184,9 @@ func (r *Recorder) Run(ctx context.Context) error {
 			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "error", err)
 		})
 		stored, err := r.store(ctx, fetches, lag)
+		if errors.Is(err, errReplaced) {
+			continue // rebuilt at the top of the loop
+		}
 		if err != nil {
 			return nil // ctx is done
 		}
@@ -192,7 +198,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 
 // store stores the records of fetches, telling Observe, and reports
 // whether there were any. lag is the Observe's view of the partitions read
-// so far. It fails only when ctx is done.
+// so far. It fails only when ctx is done, or with errReplaced.
 func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topicPartition]int64) (bool, error) {
 	recs := fetches.Records()
 	if len(recs) == 0 {
@@ -236,6 +242,7 @@ func (r *Recorder) startRebuild(ctx context.Context, why error) (*kgo.Client, er
 	r.log.Error("the database file changed under the recorder; rebuilding it from the topics", "reason", why)
 	b := &rebuild{why: why, start: time.Now()}
 	r.setRebuild(b)
+	r.rebuilds.Add(1)
 	for wait := firstApplyRetry; ; wait = min(2*wait, maxApplyRetry) {
 		err := r.st.Reopen()
 		if err == nil {
@@ -250,13 +257,19 @@ func (r *Recorder) startRebuild(ctx context.Context, why error) (*kgo.Client, er
 	}
 	r.setFailing(nil)
 	r.notify() // pages show what the new file holds
-	ends, err := r.endOffsets(ctx, r.topics...)
-	if err != nil {
-		return nil, fmt.Errorf("recorder: rebuild: %w", err)
+	for wait := firstApplyRetry; ; wait = min(2*wait, maxApplyRetry) {
+		ends, err := r.endOffsets(ctx, r.topics...)
+		if err == nil {
+			r.mu.Lock()
+			b.ends = ends
+			r.mu.Unlock()
+			break
+		}
+		r.log.Warn("cannot ask the brokers how far to rebuild; retrying", "error", err, "retry_in", wait)
+		if err := pause(ctx, wait); err != nil {
+			return nil, err
+		}
 	}
-	r.mu.Lock()
-	b.ends = ends
-	r.mu.Unlock()
 	return r.consumer(ctx)
 }
 
@@ -289,6 +302,23 @@ func (r *Recorder) setRebuild(b *rebuild) {
 	r.mu.Lock()
 	r.rebuild = b
 	r.mu.Unlock()
+}
+
+// Whole runs fn, which reads the store, once the database is whole: after
+// the rebuild under way, if any, and again should a rebuild begin while
+// fn runs, since what fn read may then come from a file just replaced.
+// It returns fn's error, ctx's, or ErrRecorderStopped.
+func (r *Recorder) Whole(ctx context.Context, fn func() error) error {
+	for {
+		if err := r.WaitRebuilt(ctx); err != nil {
+			return err
+		}
+		began := r.rebuilds.Load()
+		err := fn()
+		if r.rebuilds.Load() == began {
+			return err
+		}
+	}
 }
 
 // WaitRebuilt returns at once unless the Recorder is rebuilding its
@@ -408,6 +438,10 @@ func (r *Recorder) partitions(ctx context.Context) (kadm.TopicDetails, error) {
 	}
 }
 
+// errReplaced ends apply's retries when the database file was deleted or
+// replaced meanwhile.
+var errReplaced = errors.New("the database file was replaced")
+
 // Retry bounds of apply: the first wait after a failed commit, and the
 // longest.
 const (
@@ -416,7 +450,8 @@ const (
 )
 
 // apply stores recs, trying again after a wait while the database fails,
-// until it succeeds or ctx is done (its error is then returned). The
+// until it succeeds, ctx is done (its error is then returned) or the
+// database file is found replaced (errReplaced). The
 // failure is logged once, and once more should it change; Err reports it
 // until the records are stored. outcomes, when not nil, is made anew for
 // each attempt, so a failed one counts nothing.
@@ -438,6 +473,11 @@ func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[
 		}
 		if prev := r.setFailing(err); prev == nil || prev.Error() != err.Error() {
 			r.log.Error("cannot store records; retrying until the database takes them", "error", err, "retry_in", wait)
+		}
+		if r.st.Replaced() != nil {
+			// Deleted to free space, say: these records go to the
+			// new file, read again from its own offsets.
+			return nil, errReplaced
 		}
 		if err := pause(ctx, wait); err != nil {
 			return nil, err
@@ -541,22 +581,33 @@ func (r *Recorder) WaitAudit(ctx context.Context, id string) error {
 
 // endOffsets asks the brokers for the last stable offset of every
 // partition of topics: everything committed so far lies below it. Topics
-// that do not exist are left out.
+// that do not exist, and partitions that hold no record, are left out.
 func (r *Recorder) endOffsets(ctx context.Context, topics ...string) (map[string]map[int32]int64, error) {
 	cl, err := kgo.NewClient(r.cfg.ClientOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("new kafka client: %w", err)
 	}
 	defer cl.Close()
-	listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topics...)
+	adm := kadm.NewClient(cl)
+	listed, err := adm.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
+	}
+	// A partition whose records are all gone (retention deleted them, or
+	// compaction) has nothing to read: its end is never reached by
+	// reading, so it is left out.
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list start offsets of %v: %w", topics, err)
 	}
 	ends := make(map[string]map[int32]int64)
 	var errs []error
 	listed.Each(func(o kadm.ListedOffset) {
 		switch {
 		case o.Err == nil:
+			if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil && s.Offset >= o.Offset {
+				return
+			}
 			if ends[o.Topic] == nil {
 				ends[o.Topic] = make(map[int32]int64)
 			}

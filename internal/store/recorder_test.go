@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
@@ -544,14 +545,32 @@ func TestRecorderRebuildsDatabaseDeletedWhileRunning(t *testing.T) {
 	c, path, st, r := recordedFixture(t, logs)
 	before := dump(t, st)
 
+	// Queries go on while it is gone: none may create a file in its place.
+	stopQueries := make(chan struct{})
+	queried := make(chan struct{})
+	go func() {
+		defer close(queried)
+		for {
+			select {
+			case <-stopQueries:
+				return
+			default:
+				_, _ = st.AuditRecorded(context.Background(), "a-injected")
+			}
+		}
+	}()
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
 	}
+	defer func() { close(stopQueries); <-queried }()
 	waitFor(t, r.Recorder, "a new database file holding everything", func() bool {
 		return len(logs.lines("database rebuilt from the topics")) > 0 && r.Err() == nil && dump(t, st) == before
 	})
+	if len(logs.lines("was deleted")) != 1 {
+		t.Errorf("the log does not say the file was deleted:\n%s", strings.Join(logs.lines("rebuil"), "\n"))
+	}
 	if len(logs.lines("rebuilding it from the topics")) != 1 || len(logs.lines("database rebuilt from the topics")) != 1 {
 		t.Errorf("the log does not say once that the database is rebuilt:\n%s", strings.Join(logs.lines("rebuil"), "\n"))
 	}
@@ -602,4 +621,40 @@ func TestRecorderFollowsADatabaseRestoredFromABackup(t *testing.T) {
 		now := opened(st)
 		return now != nil && os.SameFile(now, copyInfo) && r.Err() == nil && dump(t, st) == after
 	})
+}
+
+// TestRebuildEndsWhenAPartitionHoldsNoRecordAnyMore empties a partition,
+// as retention does to an idle one, then deletes the database under the
+// recorder: the rebuild must end, though nothing of that partition can be
+// read back.
+func TestRebuildEndsWhenAPartitionHoldsNoRecordAnyMore(t *testing.T) {
+	logs := &logBuffer{}
+	c, path, st, r := recordedFixture(t, logs)
+	adm := kadm.NewClient(kafkatest.Client(t, c.ListenAddrs()))
+	ends, err := adm.ListEndOffsets(ctxT(t), testTopics.Executions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := ends.Lookup(testTopics.Executions, 0)
+	if o.Offset == 0 {
+		t.Fatal("the fixture wrote nothing to executions partition 0")
+	}
+	del, err := adm.DeleteRecords(ctxT(t), kadm.Offsets{testTopics.Executions: {0: {At: o.Offset}}})
+	if err != nil || del.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, del.Error())
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, r.Recorder, "the rebuild to end", func() bool {
+		return len(logs.lines("database rebuilt from the topics")) > 0 && r.Err() == nil
+	})
+	if err := r.WaitRebuilt(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.AuditRecorded(ctxT(t), "a-injected"); err != nil || !ok {
+		t.Errorf("the rebuilt database lacks a-injected: %v %v", ok, err)
+	}
 }

@@ -92,7 +92,9 @@ func (s *Store) open() error {
 		write.Close()
 		return fmt.Errorf("open store: %w", err)
 	}
-	read, err := sql.Open("sqlite3", path+"?"+common+"&_query_only=true")
+	// Readers open the file only if it exists (mode=rw): one that opened
+	// after the file was deleted would create an empty one at the path.
+	read, err := sql.Open("sqlite3", "file:"+uriPath(path)+"?mode=rw&"+common+"&_query_only=true")
 	if err != nil {
 		write.Close()
 		return fmt.Errorf("open store %s: %w", path, err)
@@ -106,6 +108,12 @@ func (s *Store) open() error {
 	}
 	s.write, s.read, s.file = write, read, file
 	return nil
+}
+
+// uriPath escapes path for a "file:" URI, as SQLite decodes it. Open
+// refuses paths with '?'.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "#", "%23").Replace(path)
 }
 
 // Path is the database file the store was opened on.
@@ -154,7 +162,7 @@ func (s *Store) Reopen() error {
 	if s.closed {
 		return fmt.Errorf("reopen store %s: closed", s.path)
 	}
-	s.closeConns()
+	_ = s.closeConns() // the file is gone or replaced: nothing to keep
 	if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
 		// The write-ahead log and shared memory of a deleted database
 		// would be taken for the new one's.
