@@ -153,7 +153,7 @@ func NewColumns(file string, line int, header []string, opts Options) (*Columns,
 		col := column{name: strings.TrimSpace(h)}
 		switch target, mapped := mapping[strings.ToLower(col.name)]; {
 		case !utf8.ValidString(col.name):
-			fail(columnNumber(i), errors.New("header is not valid UTF-8 text; save the file with UTF-8 encoding"))
+			fail(columnNumber(i), errors.New("header is not valid UTF-8 text; "+notUTF8Hint))
 		case col.name == "":
 			col.unnamed = true
 		case mapped && (target == ignore || target == ""):
@@ -398,7 +398,7 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 		case i < len(c.cols) && c.cols[i].kind == kindIgnore && !c.cols[i].unnamed:
 			// Mapped to "-": whatever it holds is not ours to judge.
 		case !utf8.ValidString(v):
-			b.fail(i, v, errors.New("is not valid UTF-8 text; save the file with UTF-8 encoding"))
+			b.fail(i, v, errors.New("is not valid UTF-8 text; "+notUTF8Hint))
 		case strings.TrimSpace(v) == "":
 		case i >= len(c.cols):
 			b.fail(i, v, fmt.Errorf("value beyond the last column (the header has %d columns)", len(c.cols)))
@@ -833,3 +833,8 @@ func RowErrors(err error) []*RowError {
 	walk(err)
 	return out
 }
+
+// notUTF8Hint says what to do with text that is not UTF-8: most often a
+// CSV file saved by Excel on Windows.
+const notUTF8Hint = "save the file as UTF-8, or set the folder's csv.encoding " +
+	"(windows-1252 for a CSV saved by Excel on Windows)"

@@ -374,7 +374,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	partial := f.Policy == PolicyGoodRows && rej.Err == nil && rej.Bad > 0 && rej.Bad < rej.Rows
 	if (rej.Err != nil || rej.Bad > 0) && !partial {
 		batch.Rejected = rej.Bad
-		batch.Errors = rej.Errors[:min(len(rej.Errors), 100)]
+		batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
 		if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
 			in.log.Error("audit rejected file", "file", f.Name, "err", err)
 		}
@@ -385,7 +385,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	if partial {
 		rej.Partial = true
 		batch.Rejected = rej.Bad
-		batch.Errors = rej.Errors[:min(len(rej.Errors), 100)]
+		batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
 		outcome = Partial
 		detail = fmt.Sprintf("%d of %d rows injected, %d rejected (policy %s); the rejected rows are listed in %s.errors.txt beside the archived file",
 			rej.Rows-rej.Bad, rej.Rows, rej.Bad, PolicyGoodRows, f.Name)

@@ -171,3 +171,30 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 
 // Time converts epoch milliseconds to a UTC time.
 func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// When says in a few words when d fires: "every 5
+// minutes", "cron 0 2 * * * (Europe/Paris)", "once", with ", until …"
+// when it has an end.
+func (d *Definition) When() string {
+	var s string
+	switch {
+	case d.Cron != "":
+		s = "cron " + d.Cron
+		if d.Timezone != "" {
+			s += " (" + d.Timezone + ")"
+		}
+	case d.Frequency != nil:
+		unit := strings.ToLower(strings.TrimSuffix(string(d.Frequency.TimeUnit), "S"))
+		if d.Frequency.Time == 1 {
+			s = "every " + unit
+		} else {
+			s = fmt.Sprintf("every %d %ss", d.Frequency.Time, unit)
+		}
+	default:
+		s = "once"
+	}
+	if d.End != nil {
+		s += ", until " + Time(*d.End).Format(time.RFC3339)
+	}
+	return s
+}

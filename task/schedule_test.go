@@ -291,3 +291,24 @@ func TestDailyTasksKeepTheirLocalTimeAcrossDaylightSaving(t *testing.T) {
 		t.Errorf("FIRE_ALL fired %s then %s", Time(fire).Format(time.RFC3339), Time(next).Format(time.RFC3339))
 	}
 }
+
+func TestWhenSaysHowADefinitionFires(t *testing.T) {
+	tests := []struct {
+		name string
+		def  Definition
+		want string
+	}{
+		{"one-shot", Definition{}, "once"},
+		{"every minute", Definition{Frequency: &Frequency{TimeUnit: Minutes, Time: 1}}, "every minute"},
+		{"every 5 hours", Definition{Frequency: &Frequency{TimeUnit: Hours, Time: 5}}, "every 5 hours"},
+		{"cron in UTC", Definition{Cron: "*/5 * * * *"}, "cron */5 * * * *"},
+		{"with an end", Definition{Frequency: &Frequency{TimeUnit: Days, Time: 2}, End: Ptr(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())}, "every 2 days, until 2026-01-01T00:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.def.When(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

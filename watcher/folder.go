@@ -625,7 +625,7 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	if lock != nil {
 		defer lock.Close()
 	}
-	file := File{Dir: f.dir, Name: name, Path: filepath.Join(f.processing, name)}
+	file := File{Dir: f.dir, Name: name, Path: filepath.Join(f.processing, name), Recovered: recovered}
 	log := f.log.With("file", name)
 	if recovered {
 		log = log.With("recovered", true)
@@ -678,17 +678,33 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	f.moved(file, to)
 	switch {
 	case partial != nil:
-		log.Warn("file handled in part", took, "archived_as", f.rel(to), "error", partial.Err)
+		log.Warn("file handled in part", took, "archived_as", f.rel(to), "error", brief(partial.Err))
 	case err == nil:
 		log.Info("file archived", took, "archived_as", f.rel(to))
 	default:
-		attrs := []any{took, "error", err, "failed_as", f.rel(to)}
+		attrs := []any{took, "error", brief(err), "failed_as", f.rel(to)}
 		var pe *panicError
 		if errors.As(err, &pe) {
 			attrs = append(attrs, "stack", pe.stack)
 		}
 		log.Warn("file failed", attrs...)
 	}
+}
+
+// briefLines is how many lines of a file's error report the log repeats.
+const briefLines = 5
+
+// brief is err's report cut to its first lines for the log: a file with
+// thousands of bad rows would otherwise make one line of megabytes. The
+// whole report is beside the file.
+func brief(err error) string {
+	text := strings.TrimRight(err.Error(), "\n")
+	lines := strings.SplitN(text, "\n", briefLines+1)
+	if len(lines) <= briefLines {
+		return text
+	}
+	rest := strings.Count(lines[briefLines], "\n") + 1
+	return strings.Join(lines[:briefLines], "\n") + fmt.Sprintf("\n… %d more lines in the report beside the file", rest)
 }
 
 // moved tells the handler, when it asked, where file went.

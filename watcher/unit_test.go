@@ -196,3 +196,15 @@ func TestMovesNeverOverwrite(t *testing.T) {
 		t.Errorf("rename of a missing file: %v, want not exist", err)
 	}
 }
+
+func TestBriefCutsLongReportsForTheLog(t *testing.T) {
+	long := errors.New("jobs.csv: 7 of 9 rows rejected\nrow 2: a\nrow 3: b\nrow 4: c\nrow 5: d\nrow 6: e\nrow 7: f\n")
+	want := "jobs.csv: 7 of 9 rows rejected\nrow 2: a\nrow 3: b\nrow 4: c\nrow 5: d\n… 2 more lines in the report beside the file"
+	if got := brief(long); got != want {
+		t.Errorf("brief = %q, want %q", got, want)
+	}
+	short := errors.New("jobs.csv: row 2: column host: is required\n")
+	if got := brief(short); got != "jobs.csv: row 2: column host: is required" {
+		t.Errorf("brief of a short report = %q", got)
+	}
+}

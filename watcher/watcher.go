@@ -41,6 +41,9 @@ type File struct {
 	Name string
 	// Path is where the claimed file is now: Dir/.processing/Name.
 	Path string
+	// Recovered is set for a file found in .processing/ at start: the
+	// last run stopped (or died) while handling it.
+	Recovered bool
 }
 
 // Handler processes claimed files. Files of one folder are handed over one

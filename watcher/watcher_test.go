@@ -389,6 +389,9 @@ func TestLeftoverInProcessingIsRecoveredBeforeNewFiles(t *testing.T) {
 	if len(got) != 2 || got[0].File.Name != "left.csv" || got[0].Content != "left over" || got[1].File.Name != "new.csv" {
 		t.Errorf("calls = %+v, want left.csv then new.csv", got)
 	}
+	if !got[0].File.Recovered || got[1].File.Recovered {
+		t.Errorf("recovered: left.csv %v, new.csv %v; want only the leftover marked", got[0].File.Recovered, got[1].File.Recovered)
+	}
 	if got[0].File.Path != filepath.Join(dir, ProcessingDir, "left.csv") {
 		t.Errorf("left.csv path = %s", got[0].File.Path)
 	}

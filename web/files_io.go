@@ -251,14 +251,29 @@ func (s *Server) stage(src io.Reader) (string, error) {
 // maxPreviewRows bounds the rows a dry run lists.
 const maxPreviewRows = 500
 
-func (s *Server) dryRun(r *http.Request, path string, m *uploadModel) {
+func (s *Server) dryRun(r *http.Request, staged string, m *uploadModel) {
 	if s.cfg.Preview == nil {
 		m.Problem = "Dry runs are not available here."
 		return
 	}
+	// Under its own name, in a hidden folder the watcher leaves alone, so
+	// that what the converter says names the file the user sent.
+	dir, err := os.MkdirTemp(s.cfg.UploadDir, ".dryrun-")
+	if err != nil {
+		s.log.Error("stage dry run", "file", m.Name, "error", err)
+		m.Problem = "The file could not be stored; see the server log."
+		return
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, m.Name)
+	if err := os.Rename(staged, path); err != nil {
+		s.log.Error("stage dry run", "file", m.Name, "error", err)
+		m.Problem = "The file could not be stored; see the server log."
+		return
+	}
 	now := s.now()
 	total := 0
-	err := s.cfg.Preview(r.Context(), m.Name, path, func(line int, d task.Definition, err error) error {
+	err = s.cfg.Preview(r.Context(), m.Name, path, func(line int, d task.Definition, err error) error {
 		total++
 		if err != nil {
 			m.Bad++
@@ -270,7 +285,7 @@ func (s *Server) dryRun(r *http.Request, path string, m *uploadModel) {
 		if err != nil {
 			row.Err = err.Error()
 		} else {
-			row.Schedule = scheduleOf(&d)
+			row.Schedule = d.When()
 			anchor := d.Anchor(now.UnixMilli())
 			for _, ms := range d.NextFires(anchor, max(anchor-1, now.UnixMilli()), s.cfg.PreviewFires) {
 				row.NextFires = append(row.NextFires, task.Time(ms))

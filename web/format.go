@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -128,18 +127,4 @@ func bulkNoun(f storetype.TaskFilter) string {
 		return "file"
 	}
 	return "host"
-}
-
-// scheduleOf says in a few words when a definition fires.
-func scheduleOf(d *task.Definition) string {
-	switch {
-	case d.Cron != "":
-		if d.Timezone != "" {
-			return "cron " + d.Cron + " (" + d.Timezone + ")"
-		}
-		return "cron " + d.Cron
-	case d.Frequency != nil:
-		return "every " + strconv.Itoa(int(d.Frequency.Time)) + " " + strings.ToLower(string(d.Frequency.TimeUnit))
-	}
-	return "once"
 }

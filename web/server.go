@@ -89,6 +89,10 @@ type Config struct {
 	// Ready checks, for GET /readyz, whether the node is ready. Nil: ready
 	// whenever the console serves.
 	Ready Readiness
+	// Notice, if set, returns a warning every page shows above its
+	// content, such as the data being rebuilt; empty: none. Pages show a
+	// notice that comes or goes at their next live refresh.
+	Notice func() string
 }
 
 // Preview converts the file at path, dropped as name, calling emit with
@@ -218,7 +222,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title 
 	if r.Method == http.MethodGet && status == http.StatusOK && nav != "" && nav != "upload" && s.cfg.Changes != nil {
 		live = r.URL.RequestURI()
 	}
-	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, view).Render(r.Context(), &buf); err != nil {
+	notice := ""
+	if s.cfg.Notice != nil {
+		notice = s.cfg.Notice()
+	}
+	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, notice, view).Render(r.Context(), &buf); err != nil {
 		s.log.Error("render page", "path", r.URL.Path, "error", err)
 		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
 		return

@@ -2,9 +2,12 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web"
 )
 
 var now = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
@@ -151,6 +155,27 @@ func TestFilePage(t *testing.T) {
 	}
 	if empty := findAll(bad, func(n *html.Node) bool { return attr(n, "class") == "empty" }); len(empty) == 0 {
 		t.Error("a rejected file shows no 'no tasks' message")
+	}
+	if cut := findAll(bad, func(n *html.Node) bool { return attr(n, "id") == "file-errors-cut" }); len(cut) != 0 {
+		t.Error("all of broken.csv's errors are shown, yet the page says the list is cut")
+	}
+}
+
+// TestFilePageSaysItsErrorListIsCut: a file with more bad rows than its
+// record carries says so under the errors it lists.
+func TestFilePageSaysItsErrorListIsCut(t *testing.T) {
+	f := newFeed(t, now)
+	var errs []string
+	for i := range record.MaxBatchErrors {
+		errs = append(errs, fmt.Sprintf("row %d: column time: must be a positive whole number", i+2))
+	}
+	f.add(topics.Audit, "watcher", record.Audit{ID: "a1", At: ms(now), Actor: "watcher",
+		Action: record.ActionFileRejected, Object: "big.csv", Outcome: record.OutcomeRejected,
+		Batch: &record.Batch{ID: brokenID, File: "big.csv", Size: 100, Rows: 50_000, Rejected: 20_000, Errors: errs}})
+	ts := serve(t, f)
+	doc := page(t, ts.URL+"/files/"+brokenID)
+	if got := text(byID(t, doc, "file-errors-cut")); !strings.Contains(got, "The first 100 problems of 20000 rejected rows") {
+		t.Errorf("note under the errors = %q", got)
 	}
 }
 
@@ -293,5 +318,52 @@ func TestAPI(t *testing.T) {
 	decode("/api/summary", &sum)
 	if sum.TasksActive != 3 || sum.ExecutionsFailed != 1 {
 		t.Errorf("summary = %+v", sum)
+	}
+}
+
+// TestNoticeShowsAbovePagesWhileSet: a warning from Notice shows, as
+// text, on every page while it is set, and not once it is cleared.
+func TestNoticeShowsAbovePagesWhileSet(t *testing.T) {
+	f := history(t)
+	var notice atomic.Value
+	notice.Store("The console's database is being rebuilt from Kafka <b>now</b>")
+	srv, err := web.New(web.Config{Now: func() time.Time { return f.now }, Notice: func() string { return notice.Load().(string) }}, f.st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	for _, path := range []string{"/", "/files", "/tasks", "/executions", "/audit"} {
+		doc := page(t, ts.URL+path)
+		if got := text(byID(t, doc, "notice")); !strings.Contains(got, "being rebuilt from Kafka <b>now</b>") {
+			t.Errorf("%s: notice %q", path, got)
+		}
+	}
+	notice.Store("")
+	doc := page(t, ts.URL+"/")
+	if n := findAll(doc, func(n *html.Node) bool { return attr(n, "id") == "notice" }); len(n) != 0 {
+		t.Error("the notice stays after it was cleared")
+	}
+}
+
+// TestTaskListSaysWhenMoreMatch: a list cut at its limit says so and
+// offers a longer one; a list holding every match says nothing.
+func TestTaskListSaysWhenMoreMatch(t *testing.T) {
+	ts := serve(t, history(t))
+	doc := page(t, ts.URL+"/tasks?limit=2&host=acme")
+	if cells, _ := rows(t, doc, "tasks"); len(cells) != 2 {
+		t.Fatalf("listed %d tasks, want 2", len(cells))
+	}
+	more := byID(t, doc, "tasks-more")
+	if got := text(more); !strings.Contains(got, "More tasks match than the 2 listed") {
+		t.Errorf("note = %q", got)
+	}
+	links := findAll(more, element("a"))
+	if len(links) != 1 || attr(links[0], "href") != "/tasks?host=acme&limit=1000" {
+		t.Errorf("links in the note: %d, first %q", len(links), attr(links[0], "href"))
+	}
+	all := page(t, ts.URL+"/tasks?limit=3")
+	if n := findAll(all, func(n *html.Node) bool { return attr(n, "id") == "tasks-more" }); len(n) != 0 {
+		t.Error("a list of every match says more match")
 	}
 }

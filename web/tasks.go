@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
@@ -18,6 +19,10 @@ type tasksModel struct {
 	CanOperate bool
 	Back       string
 	Tasks      []storetype.Task
+	// More is set when more tasks match than the list shows; MoreURL then
+	// shows as many as the console can, when that is more.
+	More    bool
+	MoreURL string
 }
 
 // taskFilterParam reads the task list filters; status "paused" selects
@@ -40,7 +45,13 @@ type tasksHandler struct{ s *Server }
 // ServeHTTP renders the task list, filtered by ?status=, ?host=, ?name=,
 // ?file= and ?topic=.
 func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f, status, err := taskFilterParam(r, h.s.cfg.ListLimit)
+	limit, err := h.s.limitParam(r)
+	if err != nil {
+		h.s.badRequest(w, r, err.Error())
+		return
+	}
+	// One more than shown, to tell whether there are more.
+	f, status, err := taskFilterParam(r, limit+1)
 	if err != nil {
 		h.s.badRequest(w, r, err.Error())
 		return
@@ -49,6 +60,14 @@ func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m.Tasks, err = h.s.src.Tasks(r.Context(), f); err != nil {
 		h.s.fail(w, r, err)
 		return
+	}
+	if len(m.Tasks) > limit {
+		m.Tasks, m.More = m.Tasks[:limit], true
+		if limit < maxListLimit {
+			q := r.URL.Query()
+			q.Set("limit", strconv.Itoa(maxListLimit))
+			m.MoreURL = "/tasks?" + q.Encode()
+		}
 	}
 	h.s.page(w, r, http.StatusOK, "Tasks", "tasks", tasksView(m))
 }

@@ -59,7 +59,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if len(brokers) == 0 {
 		b, err := kafka.StartEmbedded(filepath.Join(cfg.DataDir, "kafka"), cfg.Kafka.Embedded.Listen, log.With("component", "broker"))
 		if err != nil {
-			return err
+			return fmt.Errorf("%w (kafka.embedded.listen, or JOBDROP_KAFKA_EMBEDDED_LISTEN, says where it listens)", err)
 		}
 		defer b.Close()
 		brokers = b.Addrs()
@@ -134,14 +134,14 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	}
 	ready := newReadiness(cfg, admin, met.KafkaClients(), rec)
 	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
-	wc.Metrics, wc.Ready = met.Handler(), ready.checks
+	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, recorderNotice(rec)
 	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Console.Listen)
 	if err != nil {
-		return fmt.Errorf("console: %w", err)
+		return fmt.Errorf("console: %w (console.listen, or JOBDROP_CONSOLE_LISTEN, says where it listens)", err)
 	}
 	srv := &http.Server{Handler: console.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	// Shutdown waits for every request, and open pages' live-update
@@ -180,6 +180,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
 		err = nil
+	}
+	if err == nil {
+		log.Info("jobdrop stopped")
 	}
 	return err
 }

@@ -215,3 +215,43 @@ func TestCommandsRefuseWhatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandsReadFilesAsTheWatchedFolderWould converts a file kept
+// outside the inbox: the only watched folder's settings (defaults,
+// encoding) apply, as they would to a drop.
+func TestCommandsReadFilesAsTheWatchedFolderWould(t *testing.T) {
+	t.Setenv("JOBDROP_WATCH_0_DIR", filepath.Join(t.TempDir(), "inbox"))
+	t.Setenv("JOBDROP_WATCH_0_DEFAULTS_HOST", "acme")
+	t.Setenv("JOBDROP_WATCH_0_DEFAULTS_TOPIC", "batch-jobs")
+	t.Setenv("JOBDROP_WATCH_0_CSV_ENCODING", "windows-1252")
+	path := filepath.Join(t.TempDir(), "export.csv")
+	if err := os.WriteFile(path, []byte("name;start\nCl\xf4ture;2026-03-01 08:00\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := mainErr(context.Background(), []string{"convert", path}, &stdout, &stderr); err != nil {
+		t.Fatalf("convert: %v\n%s", err, stderr.String())
+	}
+	var got struct{ Host, Name, Topic string }
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("stdout %q: %v", stdout.String(), err)
+	}
+	if got.Host != "acme" || got.Name != "Clôture" || got.Topic != "batch-jobs" {
+		t.Errorf("got %+v, want acme/Clôture on batch-jobs", got)
+	}
+}
+
+// TestInjectSaysWhenNoBrokerAnswers runs inject with no jobdrop running:
+// it must say where it looked, not wait.
+func TestInjectSaysWhenNoBrokerAnswers(t *testing.T) {
+	t.Setenv("JOBDROP_KAFKA_EMBEDDED_LISTEN", kafkatest.ClosedAddr(t))
+	t.Setenv("JOBDROP_DATA_DIR", t.TempDir())
+	path := filepath.Join(t.TempDir(), "jobs.csv")
+	if err := os.WriteFile(path, []byte("host,name,topic\nacme,once,batch-jobs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := mainErr(context.Background(), []string{"inject", path}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no Kafka broker answered at") || !strings.Contains(err.Error(), "jobdrop run") {
+		t.Errorf("inject with no broker: %v, want it to say no broker answered and where", err)
+	}
+}

@@ -222,14 +222,15 @@ func TestUploadDryRunShowsTasksAndInjectsNothing(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("dry run = %d\n%s", code, page)
 	}
-	for _, want := range []string{"acme/every-2h", start.Format(time.RFC3339), start.Add(2 * time.Hour).Format(time.RFC3339), "FORTNIGHTS", "1 of 2 rows are invalid"} {
+	for _, want := range []string{"acme/every-2h", start.Format(time.RFC3339), start.Add(2 * time.Hour).Format(time.RFC3339),
+		"preview.csv: row 3: column timeUnit", "FORTNIGHTS", "1 of 2 rows are invalid"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("dry run page lacks %q", want)
 		}
 	}
 	entries, _ := os.ReadDir(in.inbox)
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".dryrun") {
 			t.Errorf("the dry run left %s in the inbox", e.Name())
 		}
 	}

@@ -23,7 +23,7 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 	if err := regularFile(path); err != nil {
 		return err
 	}
-	folder, err := folderFor(cfg, dir)
+	folder, err := folderFor(cfg, dir, path)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,11 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 		return exitError(1)
 	}
 	if bad > 0 {
-		fmt.Fprintf(stderr, "%d invalid rows\n", bad)
+		if bad == 1 {
+			fmt.Fprintln(stderr, "1 invalid row")
+		} else {
+			fmt.Fprintf(stderr, "%d invalid rows\n", bad)
+		}
 		return exitError(1)
 	}
 	return nil

@@ -7,6 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/store"
@@ -18,7 +22,7 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 	if err := regularFile(path); err != nil {
 		return err
 	}
-	folder, err := folderFor(cfg, dir)
+	folder, err := folderFor(cfg, dir, path)
 	if err != nil {
 		return err
 	}
@@ -32,6 +36,9 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 	}
 	opts, err := cfg.Kafka.Options(brokers)
 	if err != nil {
+		return err
+	}
+	if err := reachable(ctx, opts, brokers, len(cfg.Kafka.Brokers) == 0); err != nil {
 		return err
 	}
 	// The running instance's database knows the batches injected before.
@@ -54,7 +61,7 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		return err
 	}
 	defer inj.Close()
-	res, err := inj.Inject(ctx, folder.file(path, "", dir), conv, folder.Options)
+	res, err := inj.Inject(ctx, folder.file(path, "", folder.Dir), conv, folder.Options)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError(1)
@@ -63,6 +70,34 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		fmt.Fprintln(stderr, res.Report)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d rows, %d rejected, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.Rejected, res.Batch.ID)
+	return nil
+}
+
+// reachWithin bounds the wait for a broker to answer before a command
+// gives up.
+const reachWithin = 15 * time.Second
+
+// reachable returns an error saying where jobdrop looked when no broker
+// answers within reachWithin; embedded says the broker looked for is a
+// running jobdrop's.
+func reachable(ctx context.Context, opts []kgo.Opt, brokers []string, embedded bool) error {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, reachWithin)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		where := "kafka.brokers"
+		if embedded {
+			where = "the embedded broker of a running `jobdrop run`, at kafka.embedded.listen"
+		}
+		return fmt.Errorf("no Kafka broker answered at %s within %s (%s): %w", strings.Join(brokers, ","), reachWithin, where, err)
+	}
 	return nil
 }
 

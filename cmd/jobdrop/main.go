@@ -25,6 +25,8 @@ Usage:
                                                   dry run: print the commands FILE becomes
   jobdrop inject FILE [--folder DIR] [--config FILE]
                                                   inject one file as the watcher would
+                                                  (--folder: whose settings apply; default:
+                                                  the watched folder FILE is in, or the only one)
   jobdrop hash-password < PASSWORD-LINE          print the bcrypt hash for console.users
 
 With no config file jobdrop keeps its data in ./data, watches ./inbox, serves
@@ -59,7 +61,11 @@ type exitError int
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError(2)
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}

@@ -53,6 +53,22 @@ func countRecorded(m *metrics.Metrics) func(store.Progress) {
 	}
 }
 
+// recorderNotice warns the console's pages when what they show is less
+// than what Kafka holds: the database is being rebuilt, or cannot take
+// what the recorder reads.
+func recorderNotice(rec *store.Recorder) func() string {
+	return func() string {
+		err := rec.Err()
+		switch {
+		case errors.Is(err, store.ErrRebuilding):
+			return "The console's database is being rebuilt from Kafka: this page shows only part of what there is until it is done."
+		case err != nil:
+			return "The console cannot store what it reads from Kafka (" + err.Error() + "): this page may be behind."
+		}
+		return ""
+	}
+}
+
 // readiness says whether this node is ready: the brokers answer, jobdrop's
 // topics exist, the recorder has stored everything committed before the
 // node started (so the console and file deduplication are current) and

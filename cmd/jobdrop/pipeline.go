@@ -135,7 +135,11 @@ func (p *pipeline) HandleFile(ctx context.Context, f watcher.File) error {
 	// Recorded before the file's batch event, which it must precede.
 	wctx, cancel := context.WithTimeout(ctx, arrivalWait)
 	done := make(chan struct{})
-	p.arrive(wctx, f.Dir, f.Name, record.ActionFileConverting, "", func(error) { close(done) })
+	detail := ""
+	if f.Recovered {
+		detail = "taken again: jobdrop stopped while handling it"
+	}
+	p.arrive(wctx, f.Dir, f.Name, record.ActionFileConverting, detail, func(error) { close(done) })
 	select {
 	case <-done:
 	case <-wctx.Done():
@@ -206,10 +210,23 @@ func converterFor(reg *converters.Registry, folder Folder, name string) (convert
 	return c, err
 }
 
-// folderFor finds the configured folder dir names, or a folder with no
-// options when dir is empty.
-func folderFor(cfg Config, dir string) (Folder, error) {
+// folderFor finds the configured folder dir names; when dir is empty, the
+// watched folder file lies in, or else the only watched folder, so that a
+// file checked or injected by hand is read as a drop into the inbox would
+// be; with several folders and none holding file, a folder with no
+// options.
+func folderFor(cfg Config, dir, file string) (Folder, error) {
 	if dir == "" {
+		// The folder the file lies in, if watched; else the only one.
+		in, _ := filepath.Abs(filepath.Dir(file))
+		for _, f := range cfg.Watch {
+			if d, _ := filepath.Abs(f.Dir); d == in {
+				return f, nil
+			}
+		}
+		if len(cfg.Watch) == 1 {
+			return cfg.Watch[0], nil
+		}
 		return Folder{}, nil
 	}
 	for _, f := range cfg.Watch {

@@ -175,6 +175,10 @@ func ArrivalID(folder, name string) string {
 	return hex.EncodeToString(h[:12])
 }
 
+// MaxBatchErrors bounds the row errors a batch record carries; the error
+// report beside the file has more.
+const MaxBatchErrors = 100
+
 // Batch describes one file's journey; it rides on the file's audit events.
 type Batch struct {
 	ID       string `json:"id"`

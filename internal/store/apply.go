@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -395,7 +394,7 @@ func (a *applier) state(r *kgo.Record) error {
 			fire_count = excluded.fire_count, last_fire = excluded.last_fire,
 			batch_id = excluded.batch_id, source_file = excluded.source_file, source_row = excluded.source_row,
 			status = 'active', updated_at = excluded.updated_at`,
-		key, host, name, d.Topic, ScheduleSummary(d), string(def), nullMillis(st.Anchor), nullMillis(st.NextFire),
+		key, host, name, d.Topic, d.When(), string(def), nullMillis(st.Anchor), nullMillis(st.NextFire),
 		st.FireCount, nullMillis(st.LastFire), st.Source.Batch, st.Source.File, st.Source.Row,
 		millisOr(st.UpdatedAt, r))
 }
@@ -496,31 +495,4 @@ func (a *applier) status(r *kgo.Record) error {
 	}
 	a.outcomes[outcome]++
 	return nil
-}
-
-// ScheduleSummary says in a few words when a definition fires: "every 5
-// minutes", "cron 0 2 * * * (Europe/Paris)", "once", with ", until …"
-// when it has an end.
-func ScheduleSummary(d *task.Definition) string {
-	var s string
-	switch {
-	case d.Cron != "":
-		s = "cron " + d.Cron
-		if d.Timezone != "" {
-			s += " (" + d.Timezone + ")"
-		}
-	case d.Frequency != nil:
-		unit := strings.ToLower(strings.TrimSuffix(string(d.Frequency.TimeUnit), "S"))
-		if d.Frequency.Time == 1 {
-			s = "every " + unit
-		} else {
-			s = fmt.Sprintf("every %d %ss", d.Frequency.Time, unit)
-		}
-	default:
-		s = "once"
-	}
-	if d.End != nil {
-		s += ", until " + task.Time(*d.End).Format(time.RFC3339)
-	}
-	return s
 }

@@ -204,27 +204,6 @@ func TestApplyStateEnds(t *testing.T) {
 	}
 }
 
-func TestScheduleSummary(t *testing.T) {
-	tests := []struct {
-		name string
-		def  task.Definition
-		want string
-	}{
-		{"one-shot", task.Definition{}, "once"},
-		{"every minute", task.Definition{Frequency: &task.Frequency{TimeUnit: task.Minutes, Time: 1}}, "every minute"},
-		{"every 5 hours", task.Definition{Frequency: &task.Frequency{TimeUnit: task.Hours, Time: 5}}, "every 5 hours"},
-		{"cron in UTC", task.Definition{Cron: "*/5 * * * *"}, "cron */5 * * * *"},
-		{"with an end", task.Definition{Frequency: &task.Frequency{TimeUnit: task.Days, Time: 2}, End: task.Ptr(t0)}, "every 2 days, until 2026-01-01T00:00:00Z"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ScheduleSummary(&tt.def); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestApplyFollowsAFileFromArrivalToBatch(t *testing.T) {
 	ar := &record.Arrival{ID: record.ArrivalID("/in", "jobs.csv"), File: "jobs.csv", Folder: "/in"}
 	event := func(action string, at int64, detail string) record.Audit {

@@ -401,6 +401,12 @@ func (s *Store) Summary(ctx context.Context) (storetype.Summary, error) {
 			return sum, fmt.Errorf("summary of %s: %w", c.table, err)
 		}
 	}
+	// A file dropped again is counted on the batch it repeats.
+	var again int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(duplicates), 0) FROM batches`).Scan(&again); err != nil {
+		return sum, fmt.Errorf("summary of duplicates: %w", err)
+	}
+	sum.FilesDuplicate += again
 	return sum, nil
 }
 

@@ -315,7 +315,7 @@ func TestRecorderAppliesCommittedRecordsOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := storetype.Summary{FilesInjected: 1, FilesRejected: 1, TasksActive: 2, TasksCompleted: 1,
+		want := storetype.Summary{FilesInjected: 1, FilesRejected: 1, FilesDuplicate: 1, TasksActive: 2, TasksCompleted: 1,
 			ExecutionsFired: 1, ExecutionsRunning: 1, ExecutionsSuccess: 1}
 		if sum != want {
 			t.Errorf("summary = %+v, want %+v", sum, want)

@@ -236,8 +236,9 @@ type AuditEvent struct {
 
 // Summary counts what the dashboard shows at a glance.
 type Summary struct {
-	FilesInjected  int `json:"filesInjected"`
-	FilesRejected  int `json:"filesRejected"`
+	FilesInjected int `json:"filesInjected"`
+	FilesRejected int `json:"filesRejected"`
+	// FilesDuplicate counts the drops of content injected before.
 	FilesDuplicate int `json:"filesDuplicate"`
 
 	TasksActive    int `json:"tasksActive"`
