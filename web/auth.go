@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -198,10 +199,13 @@ func (a *auth) newSession(user string) string {
 	return tok
 }
 
-func (a *auth) endSession(tok string) {
+// endSession forgets a session and says whose it was.
+func (a *auth) endSession(tok string) (user string, ok bool) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[tok]
 	delete(a.sessions, tok)
-	a.mu.Unlock()
+	return s.user, ok
 }
 
 // identify finds who makes the request: anyone, when anonymous access is
@@ -271,27 +275,56 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, actor, reason st
 	if actor == "" {
 		actor = "anonymous"
 	}
-	if s.cmd != nil {
-		now := s.cfg.Now()
-		err := s.cmd.Audit(context.WithoutCancel(r.Context()), record.Audit{
-			ID:      "access.denied:" + strconv.FormatInt(now.UnixNano(), 36) + ":" + randomID(),
-			At:      now.UnixMilli(),
-			Actor:   actor,
-			Action:  "access.denied",
-			Object:  r.Method + " " + r.URL.Path,
-			Outcome: record.OutcomeRejected,
-			Detail:  reason,
-		})
-		if err != nil {
-			s.log.Error("audit refused request", "path", r.URL.Path, "error", err)
-		}
-	}
+	s.audit(r, record.ActionAccessDenied, actor, r.Method+" "+r.URL.Path, record.OutcomeRejected, reason)
 	s.log.Warn("request refused", "actor", actor, "method", r.Method, "path", r.URL.Path, "reason", reason)
 	if isAPI(r.URL.Path) || !acceptsHTML(r) {
 		s.writeJSONError(w, http.StatusForbidden, "forbidden: "+reason)
 		return
 	}
 	s.page(w, r, http.StatusForbidden, "Forbidden", "", messageView("Forbidden", reason))
+}
+
+// audit writes one event of the console's own (a refusal, a login) to
+// the audit trail. It outlives the request: a client that hangs up does
+// not erase what it did.
+func (s *Server) audit(r *http.Request, action, actor, object, outcome, detail string) {
+	if s.cmd == nil {
+		return
+	}
+	now := s.cfg.Now()
+	err := s.cmd.Audit(context.WithoutCancel(r.Context()), record.Audit{
+		ID:      action + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + randomID(),
+		At:      now.UnixMilli(),
+		Actor:   actor,
+		Action:  action,
+		Object:  object,
+		Outcome: outcome,
+		Detail:  detail,
+	})
+	if err != nil {
+		s.log.Error("audit", "action", action, "path", r.URL.Path, "error", err)
+	}
+}
+
+// attemptedName is the user name a failed login gave, shortened and
+// quoted when it is not a plausible name: anyone can type anything there.
+func attemptedName(name string) string {
+	const max = 64
+	if len(name) > max {
+		name = name[:max] + "…"
+	}
+	if q := strconv.Quote(name); q[1:len(q)-1] != name || name == "" {
+		return q
+	}
+	return name
+}
+
+// clientAddr is the address a request came from, as the server saw it.
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 func acceptsHTML(r *http.Request) bool {
@@ -327,11 +360,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	u, ok := s.auth.check(r.PostFormValue("user"), r.PostFormValue("password"))
+	name := r.PostFormValue("user")
+	u, ok := s.auth.check(name, r.PostFormValue("password"))
 	if !ok {
+		s.audit(r, record.ActionLogin, attemptedName(name), "console", record.OutcomeRejected,
+			"unknown user or wrong password, from "+clientAddr(r))
+		s.log.Warn("login refused", "user", attemptedName(name), "remote", clientAddr(r))
 		s.page(w, r, http.StatusUnauthorized, "Log in", "", loginView(next, "Unknown user or wrong password."))
 		return
 	}
+	s.audit(r, record.ActionLogin, u.Name, "console", record.OutcomeOK, "role "+u.Role.String()+", from "+clientAddr(r))
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: s.auth.newSession(u.Name), Path: "/",
 		MaxAge: int(sessionTTL / time.Second), HttpOnly: true, Secure: s.auth.secure, SameSite: http.SameSiteLaxMode,
@@ -342,7 +380,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		s.auth.endSession(c.Value)
+		if user, ok := s.auth.endSession(c.Value); ok {
+			s.audit(r, record.ActionLogout, user, "console", record.OutcomeOK, "from "+clientAddr(r))
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.auth.secure, SameSite: http.SameSiteLaxMode})

@@ -174,6 +174,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		if err := startedAudit(ctx, inj, rec, cfg.Node, h.clock.Now()); err != nil {
 			return err
 		}
+		if _, err := auditConfig(ctx, inj, cfg, h.clock.Now()); err != nil && ctx.Err() == nil {
+			log.Error("configuration change not audited", "error", err)
+		}
 		ready.caughtUp.Store(true)
 		return wat.Run(ctx)
 	})
@@ -209,7 +212,7 @@ func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Record
 		ID:      "node.started:" + node + ":" + strconv.FormatInt(now.UnixNano(), 36),
 		At:      now.UnixMilli(),
 		Actor:   node,
-		Action:  "node.started",
+		Action:  record.ActionNodeStarted,
 		Object:  node,
 		Outcome: record.OutcomeOK,
 	}

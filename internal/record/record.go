@@ -133,6 +133,16 @@ const (
 	ActionTaskPaused     = "task.paused"
 	ActionTaskResumed    = "task.resumed"
 	ActionTaskRejected   = "task.rejected"
+	// A request refused: wrong role, or a cross-origin write.
+	ActionAccessDenied = "access.denied"
+	// A node started, and had read everything committed before.
+	ActionNodeStarted = "node.started"
+	// A console user logged in (or was refused: outcome rejected) or out.
+	ActionLogin  = "user.login"
+	ActionLogout = "user.logout"
+	// A node started with a configuration other than the one it last ran
+	// with (or its first): the detail lists the changed keys.
+	ActionConfigChanged = "config.changed"
 )
 
 // Audit outcomes.
