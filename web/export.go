@@ -1,8 +1,9 @@
 package web
 
 import (
-	"archive/zip"
+	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/xuri/excelize/v2"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
@@ -101,64 +100,52 @@ func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// exportAuditXLSX streams the filtered audit trail as an Excel sheet with
-// excelize's stream writer, which spills rows to a temporary file beyond
-// its 16 MiB buffer rather than holding them all. Every cell is a string;
-// none is a formula.
+// exportAuditXLSX streams the filtered audit trail as an Excel sheet,
+// oldest first, one row at a time. Every cell is a string; none is a
+// formula. A trail longer than a sheet's million rows ends with a row
+// saying where it was cut.
 func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
 	f, err := auditFilterParam(r.URL.Query())
 	if err != nil {
 		s.badRequest(w, r, err.Error())
 		return
 	}
-	if err := s.writeAuditXLSX(r, f, w); err != nil {
-		if r.Context().Err() != nil {
-			return
-		}
+	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+exportName("xlsx", s.now())+`"`)
+	if err := writeAuditXLSX(r.Context(), s.src, f, w); err != nil && r.Context().Err() == nil {
+		// The header is sent: all that is left is to log and cut.
 		s.log.Error("export audit xlsx", "error", err)
 		panic(http.ErrAbortHandler)
 	}
 }
 
-func (s *Server) writeAuditXLSX(r *http.Request, f storetype.AuditFilter, w http.ResponseWriter) error {
-	book := excelize.NewFile()
-	defer book.Close()
-	const sheet = "Audit"
-	if err := book.SetSheetName("Sheet1", sheet); err != nil {
-		return err
-	}
-	sw, err := book.NewStreamWriter(sheet)
+// errSheetFull ends an export that reached a sheet's last row.
+var errSheetFull = errors.New("sheet full")
+
+func writeAuditXLSX(ctx context.Context, src Source, f storetype.AuditFilter, w io.Writer) error {
+	sw, err := newSheetWriter(w, "Audit", []int{26, 14, 16, 36, 10, 60, 16, 30})
 	if err != nil {
 		return err
 	}
-	cells := make([]any, len(auditHeader))
-	put := func(rowNum int, vals []string) error {
-		for i, v := range vals {
-			cells[i] = neutralise(v)
+	row := make([]string, len(auditHeader))
+	sw.WriteRow(auditHeader)
+	var last time.Time
+	err = src.EachAudit(ctx, f, func(a storetype.AuditEvent) error {
+		if sw.rows == xlsxMaxRows-1 {
+			return errSheetFull
 		}
-		cell, _ := excelize.CoordinatesToCellName(1, rowNum)
-		return sw.SetRow(cell, cells)
-	}
-	if err := put(1, auditHeader); err != nil {
-		return err
-	}
-	n := 1
-	err = s.src.EachAudit(r.Context(), f, func(a storetype.AuditEvent) error {
-		n++
-		return put(n, auditRow(a))
+		for i, v := range auditRow(a) {
+			row[i] = neutralise(v)
+		}
+		last = a.At
+		return sw.WriteRow(row)
 	})
+	if errors.Is(err, errSheetFull) {
+		err = sw.WriteRow([]string{"cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; events after " +
+			last.UTC().Format(time.RFC3339Nano) + " are left out: export from that time on, or the CSV"})
+	}
 	if err != nil {
 		return err
 	}
-	if err := sw.Flush(); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+exportName("xlsx", s.now())+`"`)
-	w.Header().Set("X-Audit-Rows", strconv.Itoa(n-1))
-	// excelize assembles the archive in a buffer and copies it: zip
-	// straight into the response instead, so no copy of the workbook is
-	// held in memory.
-	book.SetZipWriter(func(io.Writer) excelize.ZipWriter { return zip.NewWriter(w) })
-	return book.Write(io.Discard)
+	return sw.Close()
 }
