@@ -86,34 +86,43 @@ func TestPrepareCreatesCheckedTopicsOnSecureCluster(t *testing.T) {
 }
 
 // TestOptionsReachSecureClusterTransactionally proves that a
-// transactional producer built on Options commits over TLS and SASL, and
-// that the transaction timeout of Options wins over the producer's own:
-// the producer asks for more than the brokers allow, which would fail
-// its first transaction if Options did not override it.
+// transactional producer built on Options commits over TLS and SASL, with
+// each mechanism, and that the transaction timeout of Options wins over
+// the producer's own: the producer asks for more than the brokers allow,
+// which would fail its first transaction if Options did not override it.
 func TestOptionsReachSecureClusterTransactionally(t *testing.T) {
 	s := kafkatest.StartSecure(t, kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "120000"}))
-	c := secureConfig(s)
-	c.TransactionTimeout = time.Minute
-	topics := topicsFor(t)
-	if err := prepare(t, c, topics); err != nil {
-		t.Fatal(err)
+	users := append([]kafkatest.SASLUser{{Mechanism: s.Mechanism, User: s.User, Password: s.Password}}, s.Others...)
+	for _, u := range users {
+		t.Run(u.Mechanism, func(t *testing.T) {
+			c := secureConfig(s)
+			c.SASL = SASLConfig{Mechanism: u.Mechanism, Username: u.User, Password: u.Password}
+			c.TransactionTimeout = time.Minute
+			topics := topicsFor(t)
+			if err := prepare(t, c, topics); err != nil {
+				t.Fatal(err)
+			}
+			opts, err := c.Options(s.Brokers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prod := kafkatest.Client(t, nil, append([]kgo.Opt{kgo.TransactionalID("txn-test-" + u.Mechanism), kgo.TransactionTimeout(10 * time.Minute)}, opts...)...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err = Transact(ctx, prod, func(produce func(*kgo.Record)) error {
+				produce(&kgo.Record{Topic: topics.Input, Key: []byte("acme/one"), Value: []byte(u.Mechanism)})
+				return nil
+			}, nil)
+			if err != nil {
+				t.Fatalf("transaction: %v", err)
+			}
+			got := kafkatest.Collect(t, s.Brokers, topics.Input, s.ClientOpts()...)
+			kafkatest.Eventually(t, 30*time.Second, "the committed record", func() bool { return got.Count() == 1 })
+			if v := string(got.Records()[0].Value); v != u.Mechanism {
+				t.Errorf("read %q, want the record written as the %s user", v, u.Mechanism)
+			}
+		})
 	}
-	opts, err := c.Options(s.Brokers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod := kafkatest.Client(t, nil, append([]kgo.Opt{kgo.TransactionalID("txn-test"), kgo.TransactionTimeout(10 * time.Minute)}, opts...)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = Transact(ctx, prod, func(produce func(*kgo.Record)) error {
-		produce(&kgo.Record{Topic: topics.Input, Key: []byte("acme/one"), Value: []byte("{}")})
-		return nil
-	}, nil)
-	if err != nil {
-		t.Fatalf("transaction: %v", err)
-	}
-	got := kafkatest.Collect(t, s.Brokers, topics.Input, s.ClientOpts()...)
-	kafkatest.Eventually(t, 30*time.Second, "the committed record", func() bool { return got.Count() == 1 })
 }
 
 func TestPrepareSaysWhyItCannotStart(t *testing.T) {
@@ -143,6 +152,9 @@ func TestPrepareSaysWhyItCannotStart(t *testing.T) {
 			true, []string{"SASL authentication failed for user nobody"}},
 		{"mechanism the user lacks", func(_ *testing.T, c *Config, _ record.Topics) { c.SASL.Mechanism = MechanismScramSHA256 },
 			true, []string{"SASL authentication failed for user jobdrop (SCRAM-SHA-256)"}},
+		{"wrong PLAIN password", func(_ *testing.T, c *Config, _ record.Topics) {
+			c.SASL = SASLConfig{Mechanism: MechanismPlain, Username: s.Others[0].User, Password: "wrong"}
+		}, true, []string{"SASL authentication failed for user jobdrop-plain (PLAIN)"}},
 		{"system roots only", func(_ *testing.T, c *Config, _ record.Topics) { c.TLS.CAFile = "" },
 			true, []string{"TLS handshake failed", "certificate", "kafka.tls.ca_file"}},
 		{"no client certificate", func(_ *testing.T, c *Config, _ record.Topics) { c.TLS.CertFile, c.TLS.KeyFile = "", "" },
@@ -167,7 +179,8 @@ func TestPrepareSaysWhyItCannotStart(t *testing.T) {
 					create(t, name, 5, -1, nil)
 				}
 			}
-		}, false, []string{"-state does not exist", "create it with 5 partitions, cleanup.policy=compact"}},
+		}, false, []string{"-state does not exist", "create it with 5 partitions, cleanup.policy=compact",
+			"-in has 5 partitions but kafka.partitions is 8: set kafka.partitions: 5"}},
 		{"state topic not compacted", func(t *testing.T, c *Config, topics record.Topics) {
 			c.CreateTopics = &no
 			for _, name := range topics.All() {
@@ -178,9 +191,21 @@ func TestPrepareSaysWhyItCannotStart(t *testing.T) {
 			create(t, topics.State, 8, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact,delete")})
 		}, false, []string{"-state has cleanup.policy=compact,delete, want cleanup.policy=compact"}},
 		{"partition counts differ", func(t *testing.T, _ *Config, topics record.Topics) {
-			create(t, topics.Input, 6, -1, nil)
-			create(t, topics.State, 8, -1, compact)
-		}, false, []string{"-in has 6 partitions but", "-state has 8: they must match"}},
+			create(t, topics.Input, 8, -1, nil)
+			create(t, topics.State, 6, -1, compact)
+		}, false, []string{"-state has 6 partitions but kafka.partitions is 8"}},
+		{"fewer partitions than configured", func(t *testing.T, c *Config, topics record.Topics) {
+			create(t, topics.Input, 4, -1, nil)
+			create(t, topics.State, 4, -1, compact)
+		}, false, []string{"-in has 4 partitions but kafka.partitions is 8: set kafka.partitions: 4", "cannot change once tasks exist"}},
+		{"fewer replicas than configured", func(t *testing.T, c *Config, topics record.Topics) {
+			c.ReplicationFactor = 3
+			create(t, topics.Audit, 8, 1, nil)
+		}, false, []string{"-audit has 1 replicas of each partition but kafka.replication_factor is 3"}},
+		{"fewer in-sync replicas than configured", func(t *testing.T, c *Config, topics record.Topics) {
+			c.MinInsyncReplicas = 2
+			create(t, topics.Audit, 8, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")})
+		}, false, []string{"-audit has min.insync.replicas=1 but kafka.min_insync_replicas is 2"}},
 		{"more in-sync replicas than replicas", func(t *testing.T, _ *Config, topics record.Topics) {
 			create(t, topics.Audit, 8, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
 		}, false, []string{"-audit has min.insync.replicas=2 but only 1 replicas"}},

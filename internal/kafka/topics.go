@@ -37,6 +37,8 @@ func EnsureTopics(ctx context.Context, cl *kgo.Client, t record.Topics, partitio
 //     drop the state of tasks that did not change within retention.ms;
 //   - on the embedded broker, the state topic has retention.ms=-1, set
 //     here when missing (see keepStateOnEmbedded);
+//   - topics found have the partitions, replicas and in-sync replicas
+//     the configuration asks for (see checkShapes);
 //   - no topic asks for more in-sync replicas than it has, as then no
 //     write could ever be acknowledged;
 //   - the transaction timeout, when set, is one the brokers accept.
@@ -64,6 +66,7 @@ func prepareTopics(ctx context.Context, adm *kadm.Client, t record.Topics, c Con
 			errs = append(errs, fmt.Errorf("topic %s: %w", name, d.Err))
 		}
 	}
+	errs = append(errs, checkShapes(t, shapes, c)...)
 	if err := errors.Join(append(errs, missing...)...); err != nil {
 		return err
 	}
@@ -99,10 +102,39 @@ func prepareTopics(ctx context.Context, adm *kadm.Client, t record.Topics, c Con
 		return fmt.Errorf("topic %s has %d partitions but %s has %d: they must match",
 			t.Input, in.partitions, t.State, st.partitions)
 	}
-	if err := checkTopicConfigs(ctx, adm, t, shapes, created, c.embedded(), log); err != nil {
+	if err := checkTopicConfigs(ctx, adm, t, shapes, created, c, log); err != nil {
 		return err
 	}
 	return checkTransactionTimeout(ctx, adm, c)
+}
+
+// checkShapes compares the topics found before any is created to the
+// configuration: the input and state topics have kafka.partitions
+// partitions, and no topic has fewer replicas than kafka.replication_factor
+// asks for. A partition count is never changed to match: a task's key
+// picks its input partition, and its state is kept in the state partition
+// of the same number, so a new count would move tasks away from their
+// state. The configuration follows the topics instead.
+func checkShapes(t record.Topics, found map[string]topicShape, c Config) []error {
+	var errs []error
+	for _, name := range []string{t.Input, t.State} {
+		if sh, ok := found[name]; ok && sh.partitions != int(c.Partitions) {
+			errs = append(errs, fmt.Errorf("topic %s has %d partitions but kafka.partitions is %d: set kafka.partitions: %d "+
+				"(a partition count cannot change once tasks exist: their keys would move away from their state)",
+				name, sh.partitions, c.Partitions, sh.partitions))
+			break
+		}
+	}
+	if c.ReplicationFactor > 0 {
+		for _, name := range t.All() {
+			if sh, ok := found[name]; ok && sh.replicas > 0 && sh.replicas < int(c.ReplicationFactor) {
+				errs = append(errs, fmt.Errorf("topic %s has %d replicas of each partition but kafka.replication_factor is %d: "+
+					"losing a broker could lose what it holds; add replicas (kafka-reassign-partitions) or lower kafka.replication_factor",
+					name, sh.replicas, c.ReplicationFactor))
+			}
+		}
+	}
+	return errs
 }
 
 // listMade lists a topic another client just created, waiting out the
@@ -184,12 +216,13 @@ func topicSpec(c Config, t record.Topics, details kadm.TopicDetails, name string
 }
 
 // checkTopicConfigs checks the cleanup policy of the state topic and the
-// min.insync.replicas of every topic against its replicas, and on the
+// min.insync.replicas of every topic against its replicas and against
+// kafka.min_insync_replicas, and on the
 // embedded broker keeps the state topic from deleting by age. A topic just
 // created may not be known yet to the broker asked; it was created as it
 // should be, so it is not waited for.
 func checkTopicConfigs(ctx context.Context, adm *kadm.Client, t record.Topics, shapes map[string]topicShape, created map[string]bool,
-	embedded bool, log *slog.Logger) error {
+	c Config, log *slog.Logger) error {
 	names := t.All()
 	rcs, err := adm.DescribeTopicConfigs(ctx, names...)
 	if err != nil {
@@ -225,7 +258,7 @@ func checkTopicConfigs(ctx context.Context, adm *kadm.Client, t record.Topics, s
 				errs = append(errs, fmt.Errorf("topic %s has cleanup.policy=%s, want cleanup.policy=compact: it keeps the latest state of every task, "+
 					"and deleting by age would lose the state of tasks that did not change for retention.ms", name, policy))
 			}
-			if ms, _ := value("retention.ms"); embedded && ms != "-1" {
+			if ms, _ := value("retention.ms"); c.embedded() && ms != "-1" {
 				if err := keepStateOnEmbedded(ctx, adm, name, ms, log); err != nil {
 					errs = append(errs, err)
 				}
@@ -233,9 +266,15 @@ func checkTopicConfigs(ctx context.Context, adm *kadm.Client, t record.Topics, s
 		}
 		if v, ok := value("min.insync.replicas"); ok {
 			minISR, err := strconv.Atoi(v)
-			if replicas := shapes[name].replicas; err == nil && replicas > 0 && minISR > replicas {
+			switch replicas := shapes[name].replicas; {
+			case err != nil:
+			case replicas > 0 && minISR > replicas:
 				errs = append(errs, fmt.Errorf("topic %s has min.insync.replicas=%d but only %d replicas: no write to it could ever be acknowledged",
 					name, minISR, replicas))
+			case minISR < int(c.MinInsyncReplicas):
+				errs = append(errs, fmt.Errorf("topic %s has min.insync.replicas=%d but kafka.min_insync_replicas is %d: a write would count "+
+					"with fewer copies than asked; set it on the topic (kafka-configs --alter --add-config min.insync.replicas=%d) or lower kafka.min_insync_replicas",
+					name, minISR, c.MinInsyncReplicas, c.MinInsyncReplicas))
 			}
 		}
 	}

@@ -76,18 +76,24 @@ func NewCerts(t testing.TB) *Certs {
 
 // SecureCluster is a cluster that only talks TLS, only to clients that
 // present a certificate of its CA, and only once they authenticate with
-// SCRAM: what production clusters often demand.
+// SASL: what production clusters often demand.
 type SecureCluster struct {
 	*Certs
 	Brokers []string
-	// Mechanism, User and Password are the SASL credentials of the one
-	// user.
+	// Mechanism, User and Password are the SASL credentials of the main
+	// user, a SCRAM-SHA-512 one.
 	Mechanism, User, Password string
+	// Others are users of the other mechanisms, one each: PLAIN and
+	// SCRAM-SHA-256.
+	Others []SASLUser
 }
 
+// SASLUser is one user of a SecureCluster.
+type SASLUser struct{ Mechanism, User, Password string }
+
 // StartSecure starts a three-broker cluster requiring TLS with client
-// certificates and SCRAM-SHA-512, closed with the test; opts add to its
-// options.
+// certificates and SASL (a user for each of SCRAM-SHA-512, SCRAM-SHA-256
+// and PLAIN), closed with the test; opts add to its options.
 func StartSecure(t testing.TB, opts ...kfake.Opt) *SecureCluster {
 	t.Helper()
 	s := &SecureCluster{
@@ -95,6 +101,14 @@ func StartSecure(t testing.TB, opts ...kfake.Opt) *SecureCluster {
 		Mechanism: "SCRAM-SHA-512",
 		User:      "jobdrop",
 		Password:  "s3cret-for-this-test",
+		Others: []SASLUser{
+			{Mechanism: "PLAIN", User: "jobdrop-plain", Password: "plain-s3cret"},
+			{Mechanism: "SCRAM-SHA-256", User: "jobdrop-sha256", Password: "sha256-s3cret"},
+		},
+	}
+	users := []kfake.Opt{kfake.Superuser(s.Mechanism, s.User, s.Password)}
+	for _, u := range s.Others {
+		users = append(users, kfake.Superuser(u.Mechanism, u.User, u.Password))
 	}
 	c, err := kfake.NewCluster(append([]kfake.Opt{
 		kfake.NumBrokers(3),
@@ -106,8 +120,7 @@ func StartSecure(t testing.TB, opts ...kfake.Opt) *SecureCluster {
 			MinVersion:   tls.VersionTLS12,
 		}),
 		kfake.EnableSASL(),
-		kfake.Superuser(s.Mechanism, s.User, s.Password),
-	}, opts...)...)
+	}, append(users, opts...)...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
