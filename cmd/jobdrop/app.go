@@ -128,7 +128,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		StableChecks:  cfg.Watcher.StableChecks,
 		CheckInterval: cfg.Watcher.CheckInterval,
 		Rescan:        cfg.Watcher.Rescan,
-	}, newPipeline(inj, newRegistry(), cfg.Watch, cfg.Node, log), log)
+	}, newPipeline(inj, newRegistry(), cfg.Watch, cfg.Node, countRefused(met), log), log)
 	if err != nil {
 		return err
 	}

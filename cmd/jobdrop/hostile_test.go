@@ -322,7 +322,8 @@ func TestHostileEntriesAreRefusedWhileGoodFilesFire(t *testing.T) {
 	// A process with CAP_DAC_OVERRIDE (root, as in CI) reads any file, as
 	// jobdrop running as root would: then the file is simply injected.
 	// watcher's TestUnreadableFileIsRefused proves the refusal as root
-	// too, by dropping that capability, which this cgo binary cannot.
+	// too, by dropping that capability or, in a cgo binary (-race), which
+	// cannot, by running as the user nobody.
 	_, readErr := os.ReadFile(filepath.Join(hostile, "unreadable.csv"))
 	if readErr != nil {
 		refused["unreadable.csv"] = "cannot be read (permission denied)"

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,6 +177,11 @@ func TestMetricsHealthAndReadiness(t *testing.T) {
 		"acme,once,batch-jobs,"+due.UTC().Format(time.RFC3339)+",,\n"+
 		"acme,hourly,batch-jobs,"+due.UTC().Format(time.RFC3339)+",HOURS,1\n")
 	in.waitFile("archive", "jobs.csv")
+	// A symbolic link is refused, moved to failed/ and counted failed.
+	if err := os.Symlink(filepath.Join(in.inbox, "archive", "jobs.csv"), filepath.Join(in.inbox, "link.csv")); err != nil {
+		t.Fatal(err)
+	}
+	in.waitFile("failed", "link.csv")
 	// A task with a timeout, through the API: its success comes late.
 	if code, body := in.call(http.MethodPost, "/schedulers", "",
 		`{"host":"acme","name":"slow","topic":"batch-jobs","start":`+strconv.FormatInt(due.UnixMilli(), 10)+`,"timeout":60000}`); code != http.StatusOK {
@@ -228,7 +235,7 @@ func TestMetricsHealthAndReadiness(t *testing.T) {
 		{"jobdrop_files_total", []string{"outcome", "injected"}, 1},
 		{"jobdrop_files_total", []string{"outcome", "rejected"}, 0},
 		{"jobdrop_files_total", []string{"outcome", "duplicate"}, 0},
-		{"jobdrop_files_total", []string{"outcome", "failed"}, 0},
+		{"jobdrop_files_total", []string{"outcome", "failed"}, 1},
 		{"jobdrop_rows_accepted_total", nil, 2},
 		{"jobdrop_rows_rejected_total", nil, 0},
 		{"jobdrop_fires_total", nil, 3},

@@ -36,6 +36,13 @@ func countFile(m *metrics.Metrics) func(injector.FileDone) {
 	}
 }
 
+// countRefused counts an entry the watcher refused (a link, a FIFO, an
+// unreadable file, a bad name) as a failed file: it is moved to failed/
+// like one.
+func countRefused(m *metrics.Metrics) func() {
+	return func() { m.FileDone(metrics.File{Outcome: metrics.FileFailed}) }
+}
+
 // countFires feeds the engine's OnCommit hook into the metrics. Lateness
 // is measured on the engine's own clock, read as the hook runs, right
 // after the commit: the scheduled times are on that clock, which in

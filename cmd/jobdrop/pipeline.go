@@ -41,6 +41,8 @@ type pipeline struct {
 	folders map[string]Folder
 	node    string
 	log     *slog.Logger
+	// refused is told of each entry of a folder the watcher refused.
+	refused func()
 
 	mu      sync.Mutex
 	batches map[string]record.Batch // by the path of a file handled and not moved yet
@@ -52,8 +54,8 @@ var (
 	_ watcher.MoveObserver = (*pipeline)(nil)
 )
 
-func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder, node string, log *slog.Logger) *pipeline {
-	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}, node: node, log: log.With("component", "pipeline"),
+func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder, node string, refused func(), log *slog.Logger) *pipeline {
+	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}, node: node, refused: refused, log: log.With("component", "pipeline"),
 		batches: map[string]record.Batch{}}
 	for _, f := range folders {
 		p.folders[filepath.Clean(f.Dir)] = f
@@ -79,6 +81,9 @@ func (p *pipeline) FileGone(dir, name string) {
 // FileRefused records why an entry of a watched folder was not taken.
 func (p *pipeline) FileRefused(dir, name string, err *watcher.RefusedError) {
 	p.arrive(context.Background(), dir, name, record.ActionFileFailed, err.Error(), nil)
+	if p.refused != nil {
+		p.refused()
+	}
 }
 
 // arrive records an event of the arrival of the file name in dir. The

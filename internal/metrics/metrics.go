@@ -96,7 +96,7 @@ func New() *Metrics {
 	})
 	m.executions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "executions_total",
-		Help: "Final execution statuses recorded, by outcome: SUCCESS, FAILED, or OVERDUE for a success reported after the task's timeout.",
+		Help: "Final execution statuses recorded, by outcome: SUCCESS, FAILED, or OVERDUE for a success reported after the task's timeout. Every node records the whole cluster's executions: take the max over instances, not the sum.",
 	}, []string{"outcome"})
 	for _, o := range []string{ExecutionSuccess, ExecutionFailed, ExecutionOverdue} {
 		m.executions.WithLabelValues(o)
