@@ -258,26 +258,27 @@ func parseTarget(s string) (kind, string, error) {
 	return 0, "", fmt.Errorf("unknown target column %q%s; known columns are %s, or %q to ignore the column", s, hint, strings.Join(DefaultColumns(), ", "), ignore)
 }
 
-// unknownColumn explains what to do with a header that matches nothing.
-func unknownColumn(name string) error {
+// unknownColumn explains what to do with a header that matches nothing;
+// more are the names a format knows beside the default columns.
+func unknownColumn(name string, more ...string) error {
 	hint := ""
-	if s := suggest(name); s != "" {
+	if s := suggest(name, more...); s != "" {
 		hint = fmt.Sprintf(" (did you mean %s?)", s)
 	}
 	return fmt.Errorf("unknown column%s; known columns are %s; rename it, map it to a known column in the folder's mapping, or map it to %q to ignore it",
-		hint, strings.Join(DefaultColumns(), ", "), ignore)
+		hint, strings.Join(append(DefaultColumns(), more...), ", "), ignore)
 }
 
-// suggest returns the default column closest to a misspelt name, if one is
-// close enough to be what was meant.
-func suggest(name string) string {
+// suggest returns the default column (or one of more) closest to a
+// misspelt name, if one is close enough to be what was meant.
+func suggest(name string, more ...string) string {
 	name = strings.ToLower(name)
 	limit := 1
 	if utf8.RuneCountInString(name) > 4 {
 		limit = 2
 	}
 	best, bestDist := "", limit+1
-	for _, c := range defaultColumns {
+	for _, c := range append(defaultColumns[:len(defaultColumns):len(defaultColumns)], more...) {
 		if d := editDistance(name, strings.ToLower(c)); d < bestDist {
 			best, bestDist = c, d
 		}

@@ -287,6 +287,10 @@ func readObject(dec *json.Decoder) ([]field, error) {
 // columns of the tabular formats.
 var extensionFields = []string{"window", "misfire", "active", "timeout"}
 
+// jsonOnlyFields are the fields a JSON job list knows beside the default
+// columns.
+var jsonOnlyFields = append([]string{"frequency"}, extensionFields...)
+
 // row converts one object.
 func (c *jsonRows) row(line int, fields []field) Row {
 	var header []string
@@ -320,6 +324,16 @@ func (c *jsonRows) row(line int, fields []field) Row {
 				header = append(header, "timeUnit", "time")
 				cells = append(cells, Cell{Text: unit}, Cell{Text: every})
 			}
+			continue
+		}
+		if strings.TrimSpace(target) == ignore {
+			continue
+		}
+		if _, _, err := parseTarget(target); err != nil {
+			// Said here rather than by the columns, which know nothing of
+			// the fields only JSON has, and before the value is read: the
+			// name is what is wrong.
+			fail(f.name, "", unknownColumn(f.name, jsonOnlyFields...))
 			continue
 		}
 		text, err := scalarText(raw, strings.EqualFold(target, "data"))
