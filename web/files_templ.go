@@ -273,19 +273,19 @@ func fileView(m fileModel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(bulkURL("pause", storetype.TaskFilter{Batch: m.File.ID}), "Pause all", m.Back, "Pause every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(bulkURL("pause", storetype.TaskFilter{Batch: m.File.ID}, ""), "Pause all", m.Back, "Pause every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(bulkURL("resume", storetype.TaskFilter{Batch: m.File.ID}), "Resume all", m.Back, "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(bulkURL("resume", storetype.TaskFilter{Batch: m.File.ID}, ""), "Resume all", m.Back, "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(bulkURL("trigger", storetype.TaskFilter{Batch: m.File.ID}), "Trigger all", m.Back, "Fire every active task of this file now?").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(bulkURL("trigger", storetype.TaskFilter{Batch: m.File.ID}, ""), "Trigger all", m.Back, "Fire every active task of this file now?").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(bulkURL("delete", storetype.TaskFilter{Batch: m.File.ID}), "Delete all", m.Back, "Delete every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(bulkURL("delete", storetype.TaskFilter{Batch: m.File.ID}, ""), "Delete all", m.Back, "Delete every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

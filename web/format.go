@@ -109,22 +109,20 @@ func actionURL(key, verb string) string {
 	return "/api" + taskURL(key) + "/" + verb
 }
 
-// bulkURL is the API route that applies verb to every active task of a
-// file or host.
-func bulkURL(verb string, f storetype.TaskFilter) string {
+// bulkURL is the API route that applies verb to every live task the
+// task list's filters select.
+func bulkURL(verb string, f storetype.TaskFilter, status string) string {
 	q := url.Values{}
-	if f.Batch != "" {
-		q.Set("file", f.Batch)
-	} else {
-		q.Set("host", f.Host)
+	for k, v := range map[string]string{"file": f.Batch, "host": f.Host, "name": f.Name, "topic": f.Topic, "status": status} {
+		if v != "" {
+			q.Set(k, v)
+		}
 	}
 	return "/api/tasks/" + verb + "?" + q.Encode()
 }
 
-// bulkNoun says what a bulk action applies to.
-func bulkNoun(f storetype.TaskFilter) string {
-	if f.Batch != "" {
-		return "file"
-	}
-	return "host"
+// bulkSelects reports whether a task list's filters select tasks enough
+// for a bulk action: a file, host, name or topic, not merely a status.
+func bulkSelects(f storetype.TaskFilter) bool {
+	return f.Batch != "" || f.Host != "" || f.Name != "" || f.Topic != ""
 }

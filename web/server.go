@@ -33,6 +33,7 @@ type Source interface {
 	ExecutionsByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Execution, error)
 	BatchByID(ctx context.Context, id string) (storetype.Batch, error)
 	Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error)
+	EachTask(ctx context.Context, f storetype.TaskFilter, fn func(storetype.Task) error) error
 	TaskByKey(ctx context.Context, key string) (storetype.Task, error)
 	RecentExecutions(ctx context.Context, limit int) ([]storetype.Execution, error)
 	ExecutionsByTask(ctx context.Context, key string, limit int) ([]storetype.Execution, error)

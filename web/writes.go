@@ -163,34 +163,28 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 	if !s.allow(w, r, Operator) || !s.writable(w) {
 		return
 	}
-	var tasks []storetype.Task
+	var sent []string
 	if key != "" {
 		t, err := s.src.TaskByKey(r.Context(), key)
 		if err != nil {
 			s.apiFail(w, r, err)
 			return
 		}
-		tasks = []storetype.Task{t}
+		defs, err := commands([]storetype.Task{t}, verb)
+		if err != nil {
+			s.writeJSONError(w, http.StatusConflict, err.Error())
+			return
+		}
+		if len(defs) > 0 {
+			if err := s.cmd.Send(r.Context(), actor(r), defs...); err != nil {
+				s.sendFailed(w, r, err)
+				return
+			}
+			sent = append(sent, key)
+		}
 	} else {
-		f := storetype.TaskFilter{Status: storetype.TaskActive, Batch: r.FormValue("file"), Host: r.FormValue("host"), Limit: maxListLimit}
-		if f.Batch == "" && f.Host == "" {
-			s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": name the tasks with ?file=ID or ?host=HOST")
-			return
-		}
-		var err error
-		if tasks, err = s.src.Tasks(r.Context(), f); err != nil {
-			s.apiFail(w, r, err)
-			return
-		}
-	}
-	defs, err := commands(tasks, verb)
-	if err != nil {
-		s.writeJSONError(w, http.StatusConflict, err.Error())
-		return
-	}
-	if len(defs) > 0 {
-		if err := s.cmd.Send(r.Context(), actor(r), defs...); err != nil {
-			s.sendFailed(w, r, err)
+		var ok bool
+		if sent, ok = s.changeSelected(w, r, verb); !ok {
 			return
 		}
 	}
@@ -198,11 +192,88 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 		http.Redirect(w, r, safeNext(r.FormValue("back")), http.StatusSeeOther)
 		return
 	}
-	keys := make([]string, 0, len(defs))
-	for _, d := range defs {
-		keys = append(keys, d.Key())
+	answer := map[string]any{"action": verb, "sent": len(sent), "tasks": sent}
+	if len(sent) > maxListLimit {
+		// The count says how many; the keys of a large bulk action would
+		// make an answer of megabytes.
+		answer["tasks"], answer["tasksCut"] = sent[:maxListLimit], true
 	}
-	s.writeJSON(w, r, map[string]any{"action": verb, "sent": len(defs), "tasks": keys})
+	s.writeJSON(w, r, answer)
+}
+
+// bulkChunk is how many commands of a bulk action go to Kafka together:
+// each chunk is one transaction, so a bulk action on a million tasks
+// holds a chunk's definitions in memory, not a million.
+const bulkChunk = 5000
+
+// changeSelected applies verb to every live task the list filters of the
+// request select (file, host, name, topic, status: those of the task
+// list), however many, and returns the keys of the tasks it sent a
+// command for. Ended tasks, and tasks already paused or resumed, are
+// skipped. On an error it answers and returns false; commands sent before
+// it stay sent.
+func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb string) ([]string, bool) {
+	f, _, err := taskFilterParam(r, 0)
+	if err != nil {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return nil, false
+	}
+	if f.Batch == "" && f.Host == "" && f.Name == "" && f.Topic == "" {
+		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART or ?topic=TOPIC")
+		return nil, false
+	}
+	if f.Batch != "" {
+		if _, err := s.src.BatchByID(r.Context(), f.Batch); err != nil {
+			s.apiFail(w, r, fmt.Errorf("file %s (the file's id, as its page shows): %w", f.Batch, err))
+			return nil, false
+		}
+	}
+	var sent []string
+	var chunk []task.Definition
+	flush := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		if err := s.cmd.Send(r.Context(), actor(r), chunk...); err != nil {
+			return err
+		}
+		for _, d := range chunk {
+			sent = append(sent, d.Key())
+		}
+		chunk = chunk[:0]
+		return nil
+	}
+	var bad error
+	err = s.src.EachTask(r.Context(), f, func(t storetype.Task) error {
+		defs, err := commands([]storetype.Task{t}, verb)
+		if err != nil {
+			// One task of many: skipped, as commands skips ended ones.
+			if t.Status == storetype.TaskActive {
+				bad = err
+			}
+			return nil
+		}
+		chunk = append(chunk, defs...)
+		if len(chunk) >= bulkChunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil && bad != nil && len(sent) == 0 {
+		s.writeJSONError(w, http.StatusConflict, bad.Error())
+		return nil, false
+	}
+	if err != nil {
+		if len(sent) > 0 {
+			err = fmt.Errorf("after %d tasks: %w", len(sent), err)
+		}
+		s.sendFailed(w, r, err)
+		return nil, false
+	}
+	return sent, true
 }
 
 // commands turns a verb on tasks into the commands that do it: pause and

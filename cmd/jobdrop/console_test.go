@@ -480,3 +480,59 @@ func TestLoginsAndConfigChangesAreAudited(t *testing.T) {
 		t.Errorf("config change says more than what changed, or a secret: %q", latest.Detail)
 	}
 }
+
+// TestBulkActionsReachEveryTaskTheFiltersSelect pauses, resumes and
+// deletes tasks in bulk: every task the filters select, beyond the 1,000 a
+// list shows, paused ones included, and none that the filters leave out.
+func TestBulkActionsReachEveryTaskTheFiltersSelect(t *testing.T) {
+	in := startInstanceEnv(t, consoleUsers(t), kafkatest.Cluster(t)...)
+	const n = 1500
+	var b strings.Builder
+	b.WriteString("host,name,topic,timeUnit,time\n")
+	for i := range n {
+		fmt.Fprintf(&b, "bulk,job-%04d,batch-jobs,HOURS,1\n", i)
+	}
+	b.WriteString("bulk,other-one,batch-jobs,HOURS,1\nbulk,other-two,batch-jobs,HOURS,1\n")
+	in.drop("many.csv", b.String())
+	in.waitFile("archive", "many.csv")
+	count := func(query string) int {
+		_, body := in.call("GET", "/api/tasks?limit=1000&"+query, "vera", "")
+		var tasks []json.RawMessage
+		if json.Unmarshal([]byte(body), &tasks) != nil {
+			return -1
+		}
+		return len(tasks)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "the tasks in the console", func() bool { return count("host=bulk&name=other") == 2 })
+
+	sent := func(path string) int {
+		t.Helper()
+		code, body := in.call("POST", path, "otto", "")
+		var answer struct{ Sent int }
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &answer) != nil {
+			t.Fatalf("POST %s = %d %s", path, code, body)
+		}
+		return answer.Sent
+	}
+	if got := sent("/api/tasks/pause?host=bulk"); got != n+2 {
+		t.Fatalf("bulk pause of host bulk sent %d commands, want %d", got, n+2)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "every task paused", func() bool {
+		return count("host=bulk&status=paused&name=job-14") == 100 && count("host=bulk&status=paused&name=other") == 2
+	})
+	// Resume only the "other" ones: the name filter holds.
+	if got := sent("/api/tasks/resume?host=bulk&name=other"); got != 2 {
+		t.Fatalf("bulk resume of name other sent %d, want 2", got)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "the other ones resumed", func() bool { return count("host=bulk&status=paused&name=other") == 0 })
+	if got := sent("/api/tasks/resume?host=bulk&status=paused"); got != n {
+		t.Fatalf("bulk resume of the paused tasks sent %d, want %d (paused tasks are due last: they must still be reached)", got, n)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "every task resumed", func() bool { return count("host=bulk&status=paused") == 0 })
+	if got := sent("/api/tasks/delete?host=bulk&name=other-one"); got != 1 {
+		t.Fatalf("bulk delete of other-one sent %d, want 1", got)
+	}
+	if code, body := in.call("POST", "/api/tasks/pause?file=many.csv", "otto", ""); code != http.StatusNotFound {
+		t.Errorf("bulk pause of a file named by its name rather than its id = %d %s, want 404", code, body)
+	}
+}

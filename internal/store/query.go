@@ -171,6 +171,42 @@ func scanTask(s scanner) (storetype.Task, error) {
 func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error) {
 	db, done := s.reader()
 	defer done()
+	where, args := taskWhere(f)
+	q := `SELECT ` + taskColumns + ` FROM tasks t` + where +
+		` ORDER BY t.next_fire IS NULL, t.next_fire, t.updated_at DESC, t.key LIMIT ?`
+	rows, err := db.QueryContext(ctx, q, append(args, clampLimit(f.Limit))...)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: %w", err)
+	}
+	return collect(rows, scanTask, "tasks")
+}
+
+// EachTask calls fn with every task the filter selects, however many, in
+// key order, one row at a time; f.Limit is ignored. It stops at fn's
+// first error and returns it.
+func (s *Store) EachTask(ctx context.Context, f storetype.TaskFilter, fn func(storetype.Task) error) error {
+	db, done := s.reader()
+	defer done()
+	where, args := taskWhere(f)
+	rows, err := db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t`+where+` ORDER BY t.key`, args...)
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return fmt.Errorf("tasks: %w", err)
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// taskWhere is the WHERE clause of a task filter, with its arguments.
+func taskWhere(f storetype.TaskFilter) (string, []any) {
 	var where []string
 	var args []any
 	if f.Status != "" {
@@ -196,17 +232,10 @@ func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.
 	if f.Paused {
 		where = append(where, "t.status = 'active' AND json_extract(nullif(t.definition, ''), '$.active') = 0")
 	}
-	q := `SELECT ` + taskColumns + ` FROM tasks t`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil
 	}
-	q += ` ORDER BY t.next_fire IS NULL, t.next_fire, t.updated_at DESC, t.key LIMIT ?`
-	args = append(args, clampLimit(f.Limit))
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("tasks: %w", err)
-	}
-	return collect(rows, scanTask, "tasks")
+	return ` WHERE ` + strings.Join(where, " AND "), args
 }
 
 // TasksByBatch returns up to limit tasks whose latest command came from
