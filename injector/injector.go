@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"log/slog"
 	"os"
@@ -487,8 +486,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	var rows []converters.Row
 	skip := map[int]struct{}{}
 	keep := true
-	seed := maphash.MakeSeed()
-	firstRow := map[uint64]int{}
+	rowCheck := NewRowCheck(f.Name, in.cfg.Topics)
 	fail := func(line string) {
 		rej.Problems++
 		if len(rej.Errors) < in.cfg.MaxErrors {
@@ -508,14 +506,11 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 			skip[r.Line] = struct{}{}
 			return nil
 		}
-		h := maphash.String(seed, r.Def.Key())
-		if prev, dup := firstRow[h]; dup {
-			fail((&converters.RowError{File: f.Name, Row: r.Line, Column: "name", Value: r.Def.Name,
-				Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", r.Def.Key(), prev)}).Error())
+		if err := rowCheck.Check(r); err != nil {
+			fail(err.Error())
 			skip[r.Line] = struct{}{}
 			return nil
 		}
-		firstRow[h] = r.Line
 		if keep && len(rows) < bufferRows {
 			rows = append(rows, r)
 		} else {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -57,6 +58,9 @@ type Config struct {
 	// Now is the clock relative times ("in 4m") are counted from.
 	// Defaults to time.Now.
 	Now func() time.Time
+	// Topics are jobdrop's own topics, which no task may fire into but
+	// the input topic. Defaults to the default names.
+	Topics record.Topics
 	// Commander carries every write to Kafka. Nil makes the console
 	// read-only: writes answer 503.
 	Commander Commander
@@ -133,6 +137,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Topics = cfg.Topics.WithDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

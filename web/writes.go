@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,9 +49,53 @@ func (s *Server) writeInvalid(w http.ResponseWriter, err error) {
 	for _, fe := range task.FieldErrors(err) {
 		fields = append(fields, fieldError{Field: fe.Field, Value: fe.Value, Reason: fe.Reason})
 	}
+	if len(fields) == 0 {
+		s.writeJSONError(w, http.StatusBadRequest, "invalid task definition: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+		return
+	}
+	s.writeFieldErrors(w, fields...)
+}
+
+// decodeFieldError names the field a TaskDefinition's JSON got wrong,
+// when the decoder says which: an unknown field, or a value of the wrong
+// type.
+func decodeFieldError(err error) (fieldError, bool) {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		want := te.Type.String()
+		switch te.Type.Kind() {
+		case reflect.String:
+			want = "a string"
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			want = "a whole number"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Map, reflect.Struct, reflect.Pointer:
+			want = "an object"
+		}
+		reason := "must be " + want + ", not a JSON " + te.Value
+		if te.Field == "data" {
+			reason = `must be an object of strings such as {"team": "ops"}; this one holds a JSON ` + te.Value
+		}
+		return fieldError{Field: te.Field, Reason: reason}, true
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name, _ = strconv.Unquote(name)
+		reason := "unknown field; TaskDefinition fields are host, name, action, frequency, topic, start, data, cron, timezone, end, window, misfire, active, timeout"
+		return fieldError{Field: name, Reason: reason}, true
+	}
+	return fieldError{}, false
+}
+
+// writeFieldErrors answers 400 with the invalid fields, each named.
+func (s *Server) writeFieldErrors(w http.ResponseWriter, fields ...fieldError) {
+	var msgs []string
+	for _, f := range fields {
+		msgs = append(msgs, f.Field+": "+f.Reason)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	json.NewEncoder(w).Encode(map[string]any{"error": "invalid task definition: " + strings.ReplaceAll(err.Error(), "\n", "; "), "fields": fields})
+	json.NewEncoder(w).Encode(map[string]any{"error": "invalid task definition: " + strings.Join(msgs, "; "), "fields": fields})
 }
 
 // sendFailed answers a command Kafka did not take.
@@ -80,6 +126,10 @@ func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
+		if fe, ok := decodeFieldError(err); ok {
+			s.writeFieldErrors(w, fe)
+			return
+		}
 		s.writeJSONError(w, http.StatusBadRequest, "body: want one TaskDefinition as JSON: "+err.Error())
 		return
 	}
@@ -92,6 +142,10 @@ func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := d.Validate(); err != nil {
 		s.writeInvalid(w, err)
+		return
+	}
+	if err := s.cfg.Topics.CheckTarget(d.Topic); err != nil {
+		s.writeFieldErrors(w, fieldError{Field: "topic", Value: d.Topic, Reason: err.Error()})
 		return
 	}
 	if err := s.cmd.Send(r.Context(), actor(r), d); err != nil {

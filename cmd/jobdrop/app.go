@@ -243,6 +243,7 @@ func (w wholeStore) BatchInjected(ctx context.Context, id string) (bool, error) 
 // updates from the recorder, uploads into the first watched folder.
 func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now func() time.Time) web.Config {
 	wc := web.Config{
+		Topics:        cfg.Topics,
 		Commander:     inj,
 		Anonymous:     len(cfg.Console.Users) == 0,
 		SecureCookies: cfg.Console.SecureCookies,
@@ -265,7 +266,11 @@ func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now 
 			if err != nil {
 				return err
 			}
+			check := injector.NewRowCheck(name, cfg.Topics)
 			return conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+				if r.Err == nil {
+					r.Err = check.Check(r)
+				}
 				return emit(r.Line, r.Def, r.Err)
 			})
 		}

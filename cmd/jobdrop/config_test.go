@@ -149,6 +149,28 @@ func TestConvertPreviewsFireTimes(t *testing.T) {
 	}
 }
 
+// TestConvertRefusesWhatADropWould: the dry run applies the checks a
+// drop applies beyond each row's own: a task twice in one file, a task
+// firing into jobdrop's own topics.
+func TestConvertRefusesWhatADropWould(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.csv")
+	if err := os.WriteFile(path, []byte("host,name,topic\nacme,twice,jobs\nacme,twice,jobs\nacme,audit,light-scheduler-audit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	err := mainErr(context.Background(), []string{"convert", path}, &stdout, &stderr)
+	var exit exitError
+	if !errors.As(err, &exit) || exit != 1 {
+		t.Fatalf("exit %v, want status 1", err)
+	}
+	for _, want := range []string{"row 3: column name: value \"twice\": task acme/twice appears again (first at row 2)",
+		"row 4: column topic: value \"light-scheduler-audit\": is jobdrop's audit topic", "2 invalid rows"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+	}
+}
+
 func TestKafkaSecurityFromYAMLAndEnvironment(t *testing.T) {
 	certs := kafkatest.NewCerts(t)
 	dir := t.TempDir()

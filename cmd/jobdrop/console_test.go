@@ -104,6 +104,19 @@ func TestAPIWritesGoThroughKafkaWithRolesAndAudit(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(body, `"field": "frequency.timeUnit"`) && !strings.Contains(body, `"field":"frequency.timeUnit"`) {
 		t.Errorf("invalid POST /schedulers = %d %s, want 400 naming frequency.timeUnit", code, body)
 	}
+	for _, bad := range []struct{ body, field string }{
+		{strings.Replace(def, `"frequency"`, `"frequncy"`, 1), "frequncy"},
+		{strings.Replace(def, `"question":"Hello"`, `"question":{"a":1}`, 1), "data"},
+		{strings.Replace(def, `"topic":"light-scheduler"`, `"topic":"light-scheduler-audit"`, 1), "topic"},
+	} {
+		code, body := in.call("POST", "/schedulers", "ada", bad.body)
+		var answer struct {
+			Fields []struct{ Field, Reason string }
+		}
+		if json.Unmarshal([]byte(body), &answer); code != http.StatusBadRequest || len(answer.Fields) != 1 || answer.Fields[0].Field != bad.field {
+			t.Errorf("POST /schedulers with a bad %s = %d %s, want 400 naming the field", bad.field, code, body)
+		}
+	}
 	if code, body := in.call("POST", "/schedulers", "ada", def); code != http.StatusOK {
 		t.Fatalf("admin POST /schedulers = %d %s", code, body)
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -40,7 +42,11 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	bad := 0
+	check := injector.NewRowCheck(filepath.Base(path), cfg.Topics)
 	err = conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+		if r.Err == nil {
+			r.Err = check.Check(r)
+		}
 		if r.Err != nil {
 			bad++
 			for _, e := range converters.RowErrors(r.Err) {

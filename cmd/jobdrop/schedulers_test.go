@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +57,39 @@ func TestLightSchedulerReadmeRequestWorksUnchanged(t *testing.T) {
 	var defs []struct{ Host, Name string }
 	if err := in.getJSON("/schedulers?host=networknt.com&name=market-192.168.1.1-health-check&unit=MINUTES", &defs); err != nil || len(defs) != 1 {
 		t.Errorf("GET /schedulers: %v %+v", err, defs)
+	}
+}
+
+// TestTaskFiringIntoTheInputTopic: light-scheduler's own examples fire
+// into its input topic. The events land there, and the engine, which reads
+// that topic for commands, passes over them without a complaint.
+func TestTaskFiringIntoTheInputTopic(t *testing.T) {
+	in := startInstance(t)
+	input := kafkatest.Collect(t, in.brokers, in.cfg.Topics.Input)
+	at := in.clock.Now().Add(time.Second)
+	body := `{"host":"lightapi.net","name":"echo","topic":"` + in.cfg.Topics.Input + `","start":` + strconv.FormatInt(at.UnixMilli(), 10) + `,"data":{"question":"Hello"}}`
+	req, _ := http.NewRequest(http.MethodPost, in.console+"/schedulers", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /schedulers: %s", resp.Status)
+	}
+	in.advanceTo(at)
+	// The command, then the event it fired.
+	kafkatest.Eventually(t, 60*time.Second, "the event in the input topic", func() bool { return input.Count() == 2 })
+	var execs []json.RawMessage
+	kafkatest.Eventually(t, 60*time.Second, "the execution recorded", func() bool {
+		return in.getJSON("/api/executions", &execs) == nil && len(execs) == 1
+	})
+	var rejected []json.RawMessage
+	if err := in.getJSON("/api/audit?action=task.rejected", &rejected); err != nil || len(rejected) != 0 {
+		t.Errorf("audit holds %d rejected commands (%v): the fired event was taken for one", len(rejected), err)
+	}
+	if logs := in.logs.String(); strings.Contains(logs, "invalid command") {
+		t.Errorf("the engine complained of the fired event:\n%s", logs)
 	}
 }

@@ -1,5 +1,7 @@
 package record
 
+import "fmt"
+
 // Topics names jobdrop's own topics. Target topics are named by each task.
 type Topics struct {
 	// Input carries commands. Defaults to "light-scheduler".
@@ -34,3 +36,20 @@ func (t Topics) WithDefaults() Topics {
 
 // All lists the topic names.
 func (t Topics) All() []string { return []string{t.Input, t.State, t.Executions, t.Status, t.Audit} }
+
+// CheckTarget says why topic cannot be the target of a task, in words
+// that follow the topic's name: the state,
+// executions, status and audit topics hold jobdrop's own records, which
+// fired events would corrupt. The input topic may be one, as it is in
+// light-scheduler's own example: the engine tells the events fired into
+// it from commands by their fire id header, and skips them.
+func (t Topics) CheckTarget(topic string) error {
+	for _, own := range []struct{ name, what string }{
+		{t.State, "state"}, {t.Executions, "executions"}, {t.Status, "status"}, {t.Audit, "audit"},
+	} {
+		if topic != "" && topic == own.name {
+			return fmt.Errorf("is jobdrop's %s topic, which fired events would corrupt; name another topic", own.what)
+		}
+	}
+	return nil
+}

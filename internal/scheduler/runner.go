@@ -540,6 +540,11 @@ var errTarget = errors.New("target topic unavailable")
 // apply changes the in-memory tasks for one command. Commands from files are
 // audited by the file's own record; others (API, console) one by one.
 func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *change) error {
+	if firedEvent(rec) {
+		// A task whose target is the input topic itself, as in
+		// light-scheduler's own example: its events are no commands.
+		return nil
+	}
 	src := sourceOf(rec)
 	var d task.Definition
 	err := json.Unmarshal(rec.Value, &d)
@@ -693,6 +698,17 @@ func (r *runner) audit(src record.Source, action, object, outcome, detail string
 	}
 	v := encode(a)
 	return &kgo.Record{Topic: r.e.cfg.Topics.Audit, Key: []byte(actor), Value: v}
+}
+
+// firedEvent reports whether rec is an event a task fired rather than a
+// command: fired events carry the fire id header, commands never do.
+func firedEvent(rec *kgo.Record) bool {
+	for _, h := range rec.Headers {
+		if h.Key == record.HeaderFireID {
+			return true
+		}
+	}
+	return false
 }
 
 func sourceOf(rec *kgo.Record) record.Source {
