@@ -81,11 +81,23 @@ func decodeFieldError(err error) (fieldError, bool) {
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name, _ = strconv.Unquote(name)
-		reason := "unknown field; TaskDefinition fields are host, name, action, frequency, topic, start, data, cron, timezone, end, window, misfire, active, timeout"
-		return fieldError{Field: name, Reason: reason}, true
+		return fieldError{Field: name, Reason: "unknown field; TaskDefinition fields are " + strings.Join(definitionFields, ", ")}, true
 	}
 	return fieldError{}, false
 }
+
+// definitionFields are the JSON names of a TaskDefinition's fields, as
+// task.Definition declares them.
+var definitionFields = func() []string {
+	var names []string
+	typ := reflect.TypeFor[task.Definition]()
+	for i := range typ.NumField() {
+		if name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}()
 
 // writeFieldErrors answers 400 with the invalid fields, each named.
 func (s *Server) writeFieldErrors(w http.ResponseWriter, fields ...fieldError) {
@@ -224,13 +236,17 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 			s.apiFail(w, r, err)
 			return
 		}
-		defs, err := commands([]storetype.Task{t}, verb)
+		if t.Status != storetype.TaskActive {
+			s.writeJSONError(w, http.StatusConflict, fmt.Sprintf("task %s is %s", t.Key, t.Status))
+			return
+		}
+		d, ok, err := command(t, verb)
 		if err != nil {
 			s.writeJSONError(w, http.StatusConflict, err.Error())
 			return
 		}
-		if len(defs) > 0 {
-			if err := s.cmd.Send(r.Context(), actor(r), defs...); err != nil {
+		if ok {
+			if err := s.cmd.Send(r.Context(), actor(r), d); err != nil {
 				s.sendFailed(w, r, err)
 				return
 			}
@@ -260,6 +276,10 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 // holds a chunk's definitions in memory, not a million.
 const bulkChunk = 5000
 
+// errUnknownDefinition stops a bulk action on a task whose definition the
+// console does not hold, which pause and resume need.
+var errUnknownDefinition = errors.New("its definition is not known here")
+
 // changeSelected applies verb to every live task the list filters of the
 // request select (file, host, name, topic, status: those of the task
 // list), however many, and returns the keys of the tasks it sent a
@@ -272,7 +292,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return nil, false
 	}
-	if f.Batch == "" && f.Host == "" && f.Name == "" && f.Topic == "" {
+	if !bulkSelects(f) {
 		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART or ?topic=TOPIC")
 		return nil, false
 	}
@@ -297,18 +317,15 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		chunk = chunk[:0]
 		return nil
 	}
-	var bad error
 	err = s.src.EachTask(r.Context(), f, func(t storetype.Task) error {
-		defs, err := commands([]storetype.Task{t}, verb)
-		if err != nil {
-			// One task of many: skipped, as commands skips ended ones.
-			if t.Status == storetype.TaskActive {
-				bad = err
-			}
+		if t.Status != storetype.TaskActive {
 			return nil
 		}
-		chunk = append(chunk, defs...)
-		if len(chunk) >= bulkChunk {
+		d, ok, err := command(t, verb)
+		if err != nil || !ok {
+			return err
+		}
+		if chunk = append(chunk, d); len(chunk) >= bulkChunk {
 			return flush()
 		}
 		return nil
@@ -316,52 +333,41 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 	if err == nil {
 		err = flush()
 	}
-	if err == nil && bad != nil && len(sent) == 0 {
-		s.writeJSONError(w, http.StatusConflict, bad.Error())
-		return nil, false
-	}
-	if err != nil {
+	switch {
+	case err == nil:
+		return sent, true
+	case errors.Is(err, errUnknownDefinition) && len(sent) == 0:
+		s.writeJSONError(w, http.StatusConflict, err.Error())
+	default:
 		if len(sent) > 0 {
 			err = fmt.Errorf("after %d tasks: %w", len(sent), err)
 		}
 		s.sendFailed(w, r, err)
-		return nil, false
 	}
-	return sent, true
+	return nil, false
 }
 
-// commands turns a verb on tasks into the commands that do it: pause and
+// command is the command that applies verb to a live task: pause and
 // resume replace the stored definition with active false or true; trigger
-// and delete need only the key. Ended tasks are skipped in bulk and an
-// error for one task.
-func commands(tasks []storetype.Task, verb string) ([]task.Definition, error) {
-	var defs []task.Definition
-	for _, t := range tasks {
-		if t.Status != storetype.TaskActive {
-			if len(tasks) == 1 {
-				return nil, fmt.Errorf("task %s is %s", t.Key, t.Status)
-			}
-			continue
-		}
-		switch verb {
-		case "trigger":
-			defs = append(defs, task.Definition{Host: t.Host, Name: t.Name, Action: task.Trigger})
-		case "delete":
-			defs = append(defs, task.Definition{Host: t.Host, Name: t.Name, Action: task.Delete})
-		case "pause", "resume":
-			var d task.Definition
-			if err := json.Unmarshal([]byte(t.Definition), &d); err != nil || t.Definition == "" {
-				return nil, fmt.Errorf("task %s: its definition is not known here", t.Key)
-			}
-			if d.Paused() == (verb == "pause") {
-				continue // already so
-			}
-			d.Action = task.Update
-			d.Active = task.Ptr(verb == "resume")
-			defs = append(defs, d)
-		}
+// and delete need only the key. ok is false when there is nothing to do
+// (a task paused already, say).
+func command(t storetype.Task, verb string) (d task.Definition, ok bool, err error) {
+	switch verb {
+	case "trigger":
+		return task.Definition{Host: t.Host, Name: t.Name, Action: task.Trigger}, true, nil
+	case "delete":
+		return task.Definition{Host: t.Host, Name: t.Name, Action: task.Delete}, true, nil
 	}
-	return defs, nil
+	// pause, resume
+	if err := json.Unmarshal([]byte(t.Definition), &d); err != nil || t.Definition == "" {
+		return d, false, fmt.Errorf("task %s: %w", t.Key, errUnknownDefinition)
+	}
+	if d.Paused() == (verb == "pause") {
+		return d, false, nil
+	}
+	d.Action = task.Update
+	d.Active = task.Ptr(verb == "resume")
+	return d, true, nil
 }
 
 // statusReport is the body of POST /api/executions/{fireId}/status.

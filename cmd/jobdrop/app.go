@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -174,7 +173,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		if err := startedAudit(ctx, inj, rec, cfg.Node, h.clock.Now()); err != nil {
 			return err
 		}
-		if _, err := auditConfig(ctx, inj, cfg, h.clock.Now()); err != nil && ctx.Err() == nil {
+		if err := auditConfig(ctx, inj, cfg, h.clock.Now()); err != nil && ctx.Err() == nil {
 			log.Error("configuration change not audited", "error", err)
 		}
 		ready.caughtUp.Store(true)
@@ -208,14 +207,7 @@ func ensureTopics(ctx context.Context, cfg Config, brokers []string, log *slog.L
 // the recorder has stored it, which means everything committed before is
 // stored too.
 func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Recorder, node string, now time.Time) error {
-	a := record.Audit{
-		ID:      "node.started:" + node + ":" + strconv.FormatInt(now.UnixNano(), 36),
-		At:      now.UnixMilli(),
-		Actor:   node,
-		Action:  record.ActionNodeStarted,
-		Object:  node,
-		Outcome: record.OutcomeOK,
-	}
+	a := nodeEvent(node, record.ActionNodeStarted, "", now)
 	if err := inj.Audit(ctx, a); err != nil {
 		return fmt.Errorf("audit start: %w", err)
 	}

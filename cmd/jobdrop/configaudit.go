@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -85,7 +84,9 @@ func secretKey(key string) bool {
 // auditor can read; "" when nothing changed.
 func (cur flatConfig) describe(prev flatConfig) string {
 	var parts []string
-	for _, k := range slices.SortedFunc(maps.Keys(joinKeys(prev, cur)), cmp.Compare) {
+	keys := maps.Clone(cur)
+	maps.Copy(keys, prev)
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		was, had := prev[k]
 		now, has := cur[k]
 		switch {
@@ -108,26 +109,15 @@ func (cur flatConfig) describe(prev flatConfig) string {
 	return strings.Join(parts, "; ")
 }
 
-func joinKeys(a, b flatConfig) map[string]bool {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	return keys
-}
-
 // auditConfig compares the configuration a node starts with to the one it
 // last started with, from the same data dir, and writes a config.changed
 // event to the audit trail when they differ (or on a first start). The
 // new configuration is remembered only once the event is committed, so a
 // start that cannot audit says it again next time.
-func auditConfig(ctx context.Context, a auditor, cfg Config, now time.Time) (changed bool, err error) {
+func auditConfig(ctx context.Context, a auditor, cfg Config, now time.Time) error {
 	cur, err := flatten(cfg)
 	if err != nil {
-		return false, fmt.Errorf("read the configuration back: %w", err)
+		return fmt.Errorf("read the configuration back: %w", err)
 	}
 	path := filepath.Join(cfg.DataDir, lastConfigFile)
 	prev := flatConfig{}
@@ -136,7 +126,7 @@ func auditConfig(ctx context.Context, a auditor, cfg Config, now time.Time) (cha
 	switch {
 	case first:
 	case err != nil:
-		return false, err
+		return err
 	default:
 		if err := json.Unmarshal(b, &prev); err != nil {
 			// A damaged copy is not worth a refusal to start: audit the
@@ -149,29 +139,34 @@ func auditConfig(ctx context.Context, a auditor, cfg Config, now time.Time) (cha
 		detail = "first start with data dir " + cfg.DataDir + ": " + detail
 	}
 	if !first && detail == "" {
-		return false, nil
+		return nil
 	}
-	err = a.Audit(ctx, record.Audit{
-		ID:      record.ActionConfigChanged + ":" + cfg.Node + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + rand.Text()[:8],
-		At:      now.UnixMilli(),
-		Actor:   cfg.Node,
-		Action:  record.ActionConfigChanged,
-		Object:  cfg.Node,
-		Outcome: record.OutcomeOK,
-		Detail:  detail,
-	})
-	if err != nil {
-		return false, fmt.Errorf("audit the configuration: %w", err)
+	if err := a.Audit(ctx, nodeEvent(cfg.Node, record.ActionConfigChanged, detail, now)); err != nil {
+		return fmt.Errorf("audit the configuration: %w", err)
 	}
 	out, err := json.MarshalIndent(cur, "", "  ")
 	if err != nil {
-		return true, err
+		return err
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return true, err
+		return err
 	}
-	return true, os.Rename(tmp, path)
+	return os.Rename(tmp, path)
+}
+
+// nodeEvent is an audit event of a node about itself: its start, its
+// configuration.
+func nodeEvent(node, action, detail string, now time.Time) record.Audit {
+	return record.Audit{
+		ID:      action + ":" + node + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + rand.Text()[:8],
+		At:      now.UnixMilli(),
+		Actor:   node,
+		Action:  action,
+		Object:  node,
+		Outcome: record.OutcomeOK,
+		Detail:  detail,
+	}
 }
 
 // auditor writes audit events; the injector is one.
