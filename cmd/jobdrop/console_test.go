@@ -516,7 +516,9 @@ func TestBulkActionsReachEveryTaskTheFiltersSelect(t *testing.T) {
 		}
 		return len(tasks)
 	}
-	kafkatest.Eventually(t, 60*time.Second, "the tasks in the console", func() bool { return count("host=bulk&name=other") == 2 })
+	kafkatest.Eventually(t, 60*time.Second, "every task in the console", func() bool {
+		return count("host=bulk&name=job-0") == 1000 && count("host=bulk&name=job-1") == 500 && count("host=bulk&name=other") == 2
+	})
 
 	sent := func(path string) int {
 		t.Helper()
