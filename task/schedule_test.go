@@ -2,6 +2,7 @@ package task
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -242,6 +243,37 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 	del := Definition{Host: "acme", Name: "x", Action: Delete}
 	if err := del.Validate(); err != nil {
 		t.Errorf("a DELETE needs only its key: %v", err)
+	}
+}
+
+// TestCronErrorsNameTheField: a refused cron expression is explained by
+// the field that is wrong and the values it takes, or by the fields a cron
+// expression has.
+func TestCronErrorsNameTheField(t *testing.T) {
+	for expr, want := range map[string]string{
+		"61 * * * *":     `the minute field "61" must be 0-59`,
+		"0 25 * * *":     `the hour field "25" must be 0-23`,
+		"0 0 32 * *":     `the day-of-month field "32" must be 1-31`,
+		"0 0 1 13 *":     `the month field "13" must be 1-12 or JAN-DEC`,
+		"0 0 * * 1-9":    `the day-of-week field "1-9" must be 0-7 or SUN-SAT`,
+		"*/ 0 * * *":     `the minute field "*/" must be`,
+		"0,,30 * * * *":  `the minute field "0,,30" must be`,
+		"75 0 9 * * *":   `the second field "75" must be 0-59`,
+		"every day":      "must be a cron expression of 5 fields (minute hour day-of-month month day-of-week)",
+		"@dayly":         "or a shorthand such as @daily",
+		"0 9 * * MON-FR": `the day-of-week field "MON-FR" must be`,
+	} {
+		d := Definition{Host: "acme", Name: "x", Action: Insert, Topic: "jobs", Cron: expr}
+		fes := FieldErrors(d.Validate())
+		if len(fes) != 1 || fes[0].Field != "cron" || fes[0].Value != expr || !strings.Contains(fes[0].Reason, want) {
+			t.Errorf("cron %q: got %v, want one error on cron saying %q", expr, fes, want)
+		}
+	}
+	for _, expr := range []string{"0 9 * * MON-FRI", "*/15 * * * *", "0 0 L * *", "30 0 9 * * *", "@daily"} {
+		d := Definition{Host: "acme", Name: "x", Action: Insert, Topic: "jobs", Cron: expr}
+		if err := d.Validate(); err != nil {
+			t.Errorf("cron %q refused: %v", expr, err)
+		}
 	}
 }
 

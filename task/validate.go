@@ -80,7 +80,7 @@ func (d *Definition) Validate() error {
 		}
 	}
 	if d.Cron != "" && !gronx.IsValid(d.Cron) {
-		bad("cron", d.Cron, "must be a cron expression of 5 or 6 fields")
+		bad("cron", d.Cron, cronProblem(d.Cron))
 	}
 	if d.Start != nil && *d.Start < 0 {
 		bad("start", fmt.Sprint(*d.Start), "must be epoch milliseconds after 1970")
@@ -164,4 +164,42 @@ func parseClock(s string) (int, error) {
 		return 0, err
 	}
 	return t.Hour()*60 + t.Minute(), nil
+}
+
+// cronFields names a cron expression's fields in the order gronx numbers
+// them, seconds first, with the values each takes.
+var cronFields = [...]struct{ name, values string }{
+	{"second", "0-59"},
+	{"minute", "0-59"},
+	{"hour", "0-23"},
+	{"day-of-month", "1-31, L or W"},
+	{"month", "1-12 or JAN-DEC"},
+	{"day-of-week", "0-7 or SUN-SAT, L or #"},
+	{"year", "a year"},
+}
+
+// cronProblem says what is wrong with a cron expression gronx refuses: the
+// number of fields, or which field and what it takes.
+func cronProblem(expr string) string {
+	const shape = "must be a cron expression of 5 fields (minute hour day-of-month month day-of-week), " +
+		"or 6 with seconds first, or a shorthand such as @daily or @hourly"
+	segs, err := gronx.Segments(expr)
+	if err != nil {
+		return shape
+	}
+	typed := strings.Fields(expr)
+	skip := len(segs) - len(typed) // 1 when gronx added the seconds field
+	check := &gronx.SegmentChecker{}
+	check.SetRef(time.Now())
+	for pos, seg := range segs {
+		_, err := check.CheckDue(seg, pos)
+		broken := err != nil || seg == "" || strings.HasSuffix(seg, "/") || strings.Contains(seg, ",,") ||
+			strings.HasPrefix(seg, ",") || strings.HasSuffix(seg, ",")
+		if !broken || pos < skip || pos-skip >= len(typed) {
+			continue
+		}
+		f := cronFields[min(pos, len(cronFields)-1)]
+		return fmt.Sprintf("the %s field %q must be %s: a value, a range a-b, a step */n or a list a,b", f.name, typed[pos-skip], f.values)
+	}
+	return shape
 }
