@@ -45,11 +45,69 @@ func auditFilterParam(q url.Values) (storetype.AuditFilter, error) {
 	return f, nil
 }
 
-// auditHeader is the first row of an export.
-var auditHeader = []string{"at", "actor", "action", "object", "outcome", "detail", "batch", "id"}
+// report is a table exported whole, in CSV or as a sheet, one row at a
+// time however long it is.
+type report struct {
+	name   string // in the file name: "audit", "tasks"
+	sheet  string // the sheet's name: "Audit", "Tasks"
+	header []string
+	widths []int // of the sheet's columns, in characters
+	// each calls row with every row of the report, in order.
+	each func(ctx context.Context, row func([]string) error) error
+	// cut says, in the last row of a sheet that is full, which rows are
+	// left out, after the last row written.
+	cut func(last []string) string
+}
 
-func auditRow(a storetype.AuditEvent) []string {
-	return []string{a.At.UTC().Format(time.RFC3339Nano), a.Actor, a.Action, a.Object, a.Outcome, a.Detail, a.Batch, a.ID}
+// auditReport is the audit trail the filters select, oldest first.
+func (s *Server) auditReport(f storetype.AuditFilter) report {
+	return report{
+		name:   "audit",
+		sheet:  "Audit",
+		header: []string{"at", "actor", "action", "object", "outcome", "detail", "batch", "id"},
+		widths: []int{26, 14, 16, 36, 10, 60, 16, 30},
+		each: func(ctx context.Context, row func([]string) error) error {
+			return s.src.EachAudit(ctx, f, func(a storetype.AuditEvent) error {
+				return row([]string{a.At.UTC().Format(time.RFC3339Nano), a.Actor, a.Action, a.Object, a.Outcome, a.Detail, a.Batch, a.ID})
+			})
+		},
+		cut: func(last []string) string {
+			return "events after " + last[0] + " are left out: export from that time on, or the CSV"
+		},
+	}
+}
+
+// taskReport is every task the list's filters select, in key order: what
+// a team signs off after moving a schedule, one row per task with the file
+// and row it came from.
+func (s *Server) taskReport(f storetype.TaskFilter) report {
+	at := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	return report{
+		name:  "tasks",
+		sheet: "Tasks",
+		header: []string{"key", "host", "name", "topic", "status", "paused", "schedule", "next fire", "last fire",
+			"fires", "file", "row", "updated", "definition"},
+		widths: []int{36, 14, 28, 20, 10, 7, 30, 22, 22, 8, 24, 7, 22, 60},
+		each: func(ctx context.Context, row func([]string) error) error {
+			return s.src.EachTask(ctx, f, func(t storetype.Task) error {
+				sourceRow := ""
+				if t.SourceRow > 0 {
+					sourceRow = strconv.Itoa(t.SourceRow)
+				}
+				return row([]string{t.Key, t.Host, t.Name, t.Topic, t.Status, strconv.FormatBool(t.Paused), t.Schedule,
+					at(t.NextFire), at(t.LastFire), strconv.FormatInt(t.FireCount, 10), t.SourceFile, sourceRow,
+					t.UpdatedAt.UTC().Format(time.RFC3339), t.Definition})
+			})
+		},
+		cut: func(last []string) string {
+			return "tasks after " + last[0] + " are left out: narrow the filters, or export the CSV"
+		},
+	}
 }
 
 // neutralise keeps a cell from being read as a formula by a spreadsheet
@@ -62,26 +120,14 @@ func neutralise(v string) string {
 	return v
 }
 
-func exportName(ext string, now time.Time) string {
-	return "jobdrop-audit-" + now.UTC().Format("20060102T150405Z") + "." + ext
-}
-
-// exportAuditCSV streams the filtered audit trail as CSV, oldest first,
-// one row at a time.
-func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
-	f, err := auditFilterParam(r.URL.Query())
-	if err != nil {
-		s.badRequest(w, r, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+exportName("csv", s.now())+`"`)
+// exportCSV streams a report as CSV, one row at a time.
+func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
+	s.attach(w, rep, "csv", "text/csv; charset=utf-8")
 	cw := csv.NewWriter(w)
-	cw.Write(auditHeader)
-	row := make([]string, len(auditHeader))
+	cw.Write(rep.header)
 	n := 0
-	err = s.src.EachAudit(r.Context(), f, func(a storetype.AuditEvent) error {
-		for i, v := range auditRow(a) {
+	err := rep.each(r.Context(), func(row []string) error {
+		for i, v := range row {
 			row[i] = neutralise(v)
 		}
 		if n++; n%1000 == 0 {
@@ -93,28 +139,29 @@ func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = cw.Error()
 	}
-	if err != nil && r.Context().Err() == nil {
-		// The header is sent: all that is left is to log and cut.
-		s.log.Error("export audit csv", "error", err)
-		panic(http.ErrAbortHandler)
-	}
+	s.endExport(r, rep, "csv", err)
 }
 
-// exportAuditXLSX streams the filtered audit trail as an Excel sheet,
-// oldest first, one row at a time. Every cell is a string; none is a
-// formula. A trail longer than a sheet's million rows ends with a row
-// saying where it was cut.
-func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
-	f, err := auditFilterParam(r.URL.Query())
-	if err != nil {
-		s.badRequest(w, r, err.Error())
-		return
-	}
-	w.Header().Set("Content-Type", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+exportName("xlsx", s.now())+`"`)
-	if err := writeAuditXLSX(r.Context(), s.src, f, w); err != nil && r.Context().Err() == nil {
-		// The header is sent: all that is left is to log and cut.
-		s.log.Error("export audit xlsx", "error", err)
+// exportXLSX streams a report as an Excel sheet, one row at a time. Every
+// cell is a string; none is a formula. A report longer than a sheet's
+// million rows ends with a row saying where it was cut.
+func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report) {
+	s.attach(w, rep, "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+	s.endExport(r, rep, "xlsx", writeXLSX(r.Context(), rep, w))
+}
+
+// attach sends the headers of a report's download.
+func (s *Server) attach(w http.ResponseWriter, rep report, ext, contentType string) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Disposition", `attachment; filename="jobdrop-`+rep.name+"-"+
+		s.now().UTC().Format("20060102T150405Z")+"."+ext+`"`)
+}
+
+// endExport logs a report that failed part way and cuts the answer short:
+// its header is sent, so no status can say so any more.
+func (s *Server) endExport(r *http.Request, rep report, ext string, err error) {
+	if err != nil && r.Context().Err() == nil {
+		s.log.Error("export "+rep.name+" "+ext, "error", err)
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -122,30 +169,82 @@ func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
 // errSheetFull ends an export that reached a sheet's last row.
 var errSheetFull = errors.New("sheet full")
 
-func writeAuditXLSX(ctx context.Context, src Source, f storetype.AuditFilter, w io.Writer) error {
-	sw, err := newSheetWriter(w, "Audit", []int{26, 14, 16, 36, 10, 60, 16, 30})
+func writeXLSX(ctx context.Context, rep report, w io.Writer) error {
+	sw, err := newSheetWriter(w, rep.sheet, rep.widths)
 	if err != nil {
 		return err
 	}
-	row := make([]string, len(auditHeader))
-	sw.WriteRow(auditHeader)
-	var last time.Time
-	err = src.EachAudit(ctx, f, func(a storetype.AuditEvent) error {
+	sw.WriteRow(rep.header)
+	var last []string
+	err = rep.each(ctx, func(row []string) error {
 		if sw.rows == xlsxMaxRows-1 {
 			return errSheetFull
 		}
-		for i, v := range auditRow(a) {
+		last = append(last[:0], row...)
+		for i, v := range row {
 			row[i] = neutralise(v)
 		}
-		last = a.At
 		return sw.WriteRow(row)
 	})
 	if errors.Is(err, errSheetFull) {
-		err = sw.WriteRow([]string{"cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; events after " +
-			last.UTC().Format(time.RFC3339Nano) + " are left out: export from that time on, or the CSV"})
+		err = sw.WriteRow([]string{"cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; " + rep.cut(last)})
 	}
 	if err != nil {
 		return err
 	}
 	return sw.Close()
+}
+
+func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
+	if f, err := auditFilterParam(r.URL.Query()); err != nil {
+		s.badRequest(w, r, err.Error())
+	} else {
+		s.exportCSV(w, r, s.auditReport(f))
+	}
+}
+
+func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
+	if f, err := auditFilterParam(r.URL.Query()); err != nil {
+		s.badRequest(w, r, err.Error())
+	} else {
+		s.exportXLSX(w, r, s.auditReport(f))
+	}
+}
+
+// taskReportFilter reads a task report's filters; a file that does not
+// exist is answered as not found rather than as an empty report.
+func (s *Server) taskReportFilter(w http.ResponseWriter, r *http.Request) (storetype.TaskFilter, bool) {
+	f, _, err := taskFilterParam(r, 0)
+	if err != nil {
+		s.badRequest(w, r, err.Error())
+		return f, false
+	}
+	if err := s.fileKnown(r.Context(), f); err != nil {
+		s.fail(w, r, err)
+		return f, false
+	}
+	return f, true
+}
+
+// fileKnown checks that the file a task filter names exists.
+func (s *Server) fileKnown(ctx context.Context, f storetype.TaskFilter) error {
+	if f.Batch == "" {
+		return nil
+	}
+	if _, err := s.src.BatchByID(ctx, f.Batch); err != nil {
+		return fmt.Errorf("file %s (the file's id, as its page shows): %w", f.Batch, err)
+	}
+	return nil
+}
+
+func (s *Server) exportTasksCSV(w http.ResponseWriter, r *http.Request) {
+	if f, ok := s.taskReportFilter(w, r); ok {
+		s.exportCSV(w, r, s.taskReport(f))
+	}
+}
+
+func (s *Server) exportTasksXLSX(w http.ResponseWriter, r *http.Request) {
+	if f, ok := s.taskReportFilter(w, r); ok {
+		s.exportXLSX(w, r, s.taskReport(f))
+	}
 }

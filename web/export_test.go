@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/web"
 )
 
@@ -69,7 +71,7 @@ func exportXLSX(t *testing.T, url string) (body string, rows [][]string) {
 		t.Fatal(err)
 	}
 	defer book.Close()
-	if rows, err = book.GetRows("Audit"); err != nil {
+	if rows, err = book.GetRows(book.GetSheetName(0)); err != nil {
 		t.Fatal(err)
 	}
 	return body, rows
@@ -294,6 +296,122 @@ func TestAuditExportOpensInASpreadsheet(t *testing.T) {
 	for i, v := range hostile {
 		if row := rows[i+1]; row[1] != "'"+v || row[3] != "'"+v || row[5] != "'"+v {
 			t.Errorf("spreadsheet row %d = %q, want actor, object and detail shown as '%q", i+1, row, v)
+		}
+	}
+}
+
+// TestTaskReportHoldsEveryTaskTheFiltersSelect: the task report of a file
+// holds each of its tasks, past the thousand a list shows, with the row
+// it came from, in CSV and as a sheet; a file that does not exist is not
+// found rather than an empty report.
+// manyTasks feeds n daily tasks of host0 from one file and n of host1 from
+// another; the eighth of each is named like a formula.
+func manyTasks(t *testing.T, n int) (*feed, []string) {
+	f := newFeed(t, now)
+	files := []string{strings.Repeat("a", 64), strings.Repeat("b", 64)}
+	for i, id := range files {
+		f.add(topics.Audit, "watcher", record.Audit{ID: "a" + id[:1], At: ms(now), Actor: "watcher",
+			Action: record.ActionFileInjected, Object: "jobs.csv", Outcome: record.OutcomeOK,
+			Batch: &record.Batch{ID: id, File: fmt.Sprintf("jobs-%d.csv", i), Folder: "inbox", Rows: n}})
+	}
+	for i := range n {
+		for j, id := range files {
+			name := fmt.Sprintf("job-%04d", i)
+			if i == 7 {
+				name = hostile[0]
+			}
+			d := task.Definition{Host: fmt.Sprintf("host%d", j), Name: name, Action: task.Insert, Topic: "jobs",
+				Frequency: &task.Frequency{TimeUnit: task.Days, Time: 1}}
+			f.add(topics.State, d.Key(), record.State{Definition: d, Anchor: ms(now), NextFire: ms(now.Add(time.Hour)),
+				Source: record.Source{Batch: id, File: fmt.Sprintf("jobs-%d.csv", j), Row: i + 2}, UpdatedAt: ms(now)})
+		}
+	}
+	return f, files
+}
+
+func TestTaskReportHoldsEveryTaskTheFiltersSelect(t *testing.T) {
+	const n = 1_500
+	f, files := manyTasks(t, n)
+	ts := serve(t, f)
+	if resp, body := get(t, ts.URL+"/api/tasks?file="+files[1]+"&limit=5000"); resp.StatusCode != http.StatusOK ||
+		strings.Count(body, `"key"`) != 1000 {
+		t.Fatalf("the list API: %s, %d tasks, want its cap of 1,000", resp.Status, strings.Count(body, `"key"`))
+	}
+
+	resp, body := get(t, ts.URL+"/tasks/export.csv?file="+files[1])
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Disposition"), "jobdrop-tasks-") {
+		t.Fatalf("export.csv: %s %q", resp.Status, resp.Header.Get("Content-Disposition"))
+	}
+	rows, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(kind string, rows [][]string) {
+		t.Helper()
+		if len(rows) != n+1 {
+			t.Fatalf("%s: %d rows, want the header and %d tasks", kind, len(rows), n)
+		}
+		col := map[string]int{}
+		for i, h := range rows[0] {
+			col[h] = i
+		}
+		seen, formula := map[string]bool{}, false
+		for _, r := range rows[1:] {
+			row, _ := strconv.Atoi(r[col["row"]])
+			seen[r[col["key"]]] = true
+			formula = formula || r[col["name"]] == "'"+hostile[0] && r[col["key"]] == "host1/"+hostile[0]
+			if r[col["host"]] != "host1" || r[col["file"]] != "jobs-1.csv" || row < 2 || row > n+1 ||
+				r[col["schedule"]] != "every day" || r[col["status"]] != "active" {
+				t.Fatalf("%s: row %q, want a task of host1 from jobs-1.csv, with its row", kind, r)
+			}
+		}
+		if len(seen) != n {
+			t.Errorf("%s: %d distinct tasks, want %d", kind, len(seen), n)
+		}
+		if !formula {
+			t.Errorf("%s: the task named %q is not there as text behind '", kind, hostile[0])
+		}
+	}
+	check("csv", rows)
+	_, sheet := exportXLSX(t, ts.URL+"/tasks/export.xlsx?file="+files[1])
+	check("xlsx", sheet)
+
+	if resp, _ := get(t, ts.URL+"/tasks/export.csv?file="+strings.Repeat("c", 64)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("report of a file that does not exist: %s, want 404", resp.Status)
+	}
+	if resp, _ := get(t, ts.URL+"/tasks/export.xlsx?status=sleeping"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("report with an unknown status: %s, want 400", resp.Status)
+	}
+	// The file's page and the task list link to the report.
+	doc := page(t, ts.URL+"/files/"+files[1])
+	if href := attr(byID(t, doc, "export-tasks-csv"), "href"); href != "/tasks/export.csv?file="+files[1] {
+		t.Errorf("file page links the report as %q", href)
+	}
+	doc = page(t, ts.URL+"/tasks?host=host0&status=paused")
+	if href := attr(byID(t, doc, "export-xlsx"), "href"); href != "/tasks/export.xlsx?host=host0&status=paused" {
+		t.Errorf("task list links the report as %q", href)
+	}
+}
+
+// TestSchedulersListsEveryLiveDefinition: light-scheduler's GET
+// /schedulers answers every live definition its filters select, however
+// many, as one JSON array.
+func TestSchedulersListsEveryLiveDefinition(t *testing.T) {
+	const n = 1_200
+	f, _ := manyTasks(t, n)
+	d := task.Definition{Host: "host1", Name: "hourly", Action: task.Insert, Topic: "jobs",
+		Frequency: &task.Frequency{TimeUnit: task.Hours, Time: 1}}
+	f.add(topics.State, d.Key(), record.State{Definition: d, Anchor: ms(now), NextFire: ms(now.Add(time.Hour)), UpdatedAt: ms(now)})
+	ts := serve(t, f)
+	for query, want := range map[string]int{"": 2*n + 1, "?host=host1": n + 1, "?host=host1&unit=DAYS": n,
+		"?host=host1&unit=HOURS": 1, "?host=host0&name=job-0042": 1, "?host=nobody": 0} {
+		resp, body := get(t, ts.URL+"/schedulers"+query)
+		var defs []task.Definition
+		if err := json.Unmarshal([]byte(body), &defs); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /schedulers%s: %s, %v", query, resp.Status, err)
+		}
+		if len(defs) != want || body[0] != '[' {
+			t.Errorf("GET /schedulers%s: %d definitions, want %d", query, len(defs), want)
 		}
 	}
 }

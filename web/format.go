@@ -109,16 +109,19 @@ func actionURL(key, verb string) string {
 	return "/api" + taskURL(key) + "/" + verb
 }
 
-// bulkURL is the API route that applies verb to every live task the
-// task list's filters select.
-func bulkURL(verb string, f storetype.TaskFilter, status string) string {
+// taskListURL is path with the task list's filters as its query: the bulk
+// actions' API routes, the task report's downloads.
+func taskListURL(path string, f storetype.TaskFilter, status string) string {
 	q := url.Values{}
 	for k, v := range map[string]string{"file": f.Batch, "host": f.Host, "name": f.Name, "topic": f.Topic, "status": status} {
 		if v != "" {
 			q.Set(k, v)
 		}
 	}
-	return "/api/tasks/" + verb + "?" + q.Encode()
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 // bulkSelects reports whether a task list's filters select tasks enough

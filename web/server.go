@@ -182,6 +182,9 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /events", s.serveEvents)
 	mux.HandleFunc("GET /audit/export.csv", s.exportAuditCSV)
 	mux.HandleFunc("GET /audit/export.xlsx", s.exportAuditXLSX)
+	// Task keys hold a "/": no task is called export.csv.
+	mux.HandleFunc("GET /tasks/export.csv", s.exportTasksCSV)
+	mux.HandleFunc("GET /tasks/export.xlsx", s.exportTasksXLSX)
 	mux.HandleFunc("GET /files/{id}/original", s.downloadOriginal)
 	mux.HandleFunc("GET /files/{id}/errors.txt", s.downloadErrors)
 	mux.HandleFunc("GET /upload", s.uploadForm)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,26 +181,47 @@ func (s *Server) getSchedulers(w http.ResponseWriter, r *http.Request) {
 		}
 		unit = string(u)
 	}
-	tasks, err := s.src.Tasks(r.Context(), storetype.TaskFilter{Status: storetype.TaskActive, Host: q.Get("host"), Name: q.Get("name"), Limit: maxListLimit})
-	if err != nil {
-		s.apiFail(w, r, err)
-		return
-	}
-	defs := []task.Definition{}
-	for _, t := range tasks {
+	// Every live definition, however many, streamed as a JSON array.
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriter(w)
+	bw.WriteString("[")
+	n := 0
+	f := storetype.TaskFilter{Status: storetype.TaskActive, Host: q.Get("host"), Name: q.Get("name")}
+	err := s.src.EachTask(r.Context(), f, func(t storetype.Task) error {
 		var d task.Definition
 		if t.Definition == "" || json.Unmarshal([]byte(t.Definition), &d) != nil {
-			continue
+			return nil
 		}
 		if name := q.Get("name"); name != "" && d.Name != name {
-			continue
+			return nil
 		}
 		if unit != "" && (d.Frequency == nil || string(d.Frequency.TimeUnit) != unit) {
-			continue
+			return nil
 		}
-		defs = append(defs, d)
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			bw.WriteString(",")
+		}
+		n++
+		bw.WriteString("\n  ")
+		_, err = bw.Write(b)
+		return err
+	})
+	if err == nil {
+		if n > 0 {
+			bw.WriteString("\n")
+		}
+		bw.WriteString("]\n")
+		err = bw.Flush()
 	}
-	s.writeJSON(w, r, defs)
+	if err != nil && r.Context().Err() == nil {
+		// Part of the answer may be sent: all that is left is to log and cut.
+		s.log.Error("list definitions", "error", err)
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // verbs are what POST /api/tasks/... does to tasks.
@@ -296,11 +318,9 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART or ?topic=TOPIC")
 		return nil, false
 	}
-	if f.Batch != "" {
-		if _, err := s.src.BatchByID(r.Context(), f.Batch); err != nil {
-			s.apiFail(w, r, fmt.Errorf("file %s (the file's id, as its page shows): %w", f.Batch, err))
-			return nil, false
-		}
+	if err := s.fileKnown(r.Context(), f); err != nil {
+		s.apiFail(w, r, err)
+		return nil, false
 	}
 	var sent []string
 	var chunk []task.Definition
