@@ -101,7 +101,7 @@ func killMidInjection(t *testing.T, seed uint64, brokers []string, env ...string
 		var b strings.Builder
 		b.WriteString("host,name,topic,start,data.file\n")
 		for r := range rows {
-			fmt.Fprintf(&b, "kill,job-%06d,kill-target,%s,%d\n", r, far, i)
+			fmt.Fprintf(&b, "kill,job-%02d-%06d,kill-target,%s,%d\n", i, r, far, i)
 		}
 		name := fmt.Sprintf("jobs-%02d.csv", i)
 		tmp := filepath.Join(t.TempDir(), name)
@@ -168,14 +168,27 @@ func killMidInjection(t *testing.T, seed uint64, brokers []string, env ...string
 		return n >= ticks
 	})
 
+	// engineHolds returns once the engine holds n tasks.
+	scrape := (&instance{t: t, console: "http://" + console}).scrape
+	engineHolds := func(n int) {
+		t.Helper()
+		kafkatest.Eventually(t, 3*time.Minute, fmt.Sprintf("the engine to hold %d tasks", n), func() bool {
+			return int(scrape().value("jobdrop_active_tasks")) >= n
+		})
+	}
+
 	// An undisturbed file first: how long a file takes from its claim to
-	// its archiving bounds the kill points.
+	// the engine holding its tasks (it commits their state in
+	// transactions of its own after the file's) bounds the kill points.
 	name := drop(0)
 	claimed(name)
 	start := time.Now()
 	archived(name)
+	archivedAfter := time.Since(start)
+	engineHolds(ticks + rows)
 	span := time.Since(start)
-	t.Logf("a %d-row file is archived %s after its claim; kill points are drawn in that span", rows, span.Round(time.Millisecond))
+	t.Logf("a %d-row file is archived %s after its claim and its tasks are all in the engine's state after %s; kill points are drawn in that span",
+		rows, archivedAfter.Round(time.Millisecond), span.Round(time.Millisecond))
 
 	at := map[string]int{}
 	for i := 1; i <= *killPoints; i++ {
@@ -255,6 +268,35 @@ func killMidInjection(t *testing.T, seed uint64, brokers []string, env ...string
 		*killPoints, rows, at[".processing"], at["archive"], len(batches), lost, dups, partial)
 	if lost != 0 || dups != 0 || partial != 0 {
 		t.Errorf("tasks lost %d, duplicated %d, files injected in part %d", lost, dups, partial)
+	}
+
+	// Every task of every file is in the engine, in its state topic as a
+	// restore or a downstream reader sees it (read_committed), and on the
+	// console: a kill while the engine committed their state lost none.
+	want := ticks + rows*len(batches)
+	engineHolds(want)
+	held := map[string]bool{}
+	kafkatest.EachCommitted(t, brokers, record.Topics{}.WithDefaults().State, func(r *kgo.Record) {
+		if k := string(r.Key); strings.HasPrefix(k, "kill/") || strings.HasPrefix(k, "tick/") {
+			held[k] = r.Value != nil
+		}
+	})
+	inState := 0
+	for _, live := range held {
+		if live {
+			inState++
+		}
+	}
+	var sum struct {
+		TasksActive int `json:"tasksActive"`
+	}
+	kafkatest.Eventually(t, time.Minute, fmt.Sprintf("the console to list %d active tasks", want), func() bool {
+		return getJSON("http://"+console+"/api/summary", &sum) == nil && sum.TasksActive == want
+	})
+	engine := int(scrape().value("jobdrop_active_tasks"))
+	t.Logf("tasks: %d expected, %d in the engine, %d in the state topic, %d active on the console", want, engine, inState, sum.TasksActive)
+	if engine != want || inState != want {
+		t.Errorf("tasks: %d expected, %d in the engine, %d in the state topic", want, engine, inState)
 	}
 
 	// Every occurrence of the ticking tasks due by now, exactly once.
