@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/suggestion"
 	"github.com/jobdrop/jobdrop/web"
 )
 
@@ -154,6 +156,13 @@ func loadConfig(path string, environ []string) (Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("config: %w", err)
 		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			return cfg, fmt.Errorf("config %s: %w", path, err)
+		}
+		if errs := unknownKeys(&doc, reflect.TypeFor[Config](), ""); len(errs) > 0 {
+			return cfg, fmt.Errorf("config %s: %w", path, errors.Join(errs...))
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
 		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
@@ -170,6 +179,64 @@ func loadConfig(path string, environ []string) (Config, error) {
 		cfg.Node = h
 	}
 	return cfg, cfg.validate()
+}
+
+// unknownKeys names each key of a YAML document that the configuration
+// type t does not have, by its line and path, with the keys its place
+// takes and the one most likely meant.
+func unknownKeys(n *yaml.Node, t reflect.Type, path string) []error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var errs []error
+	switch {
+	case n.Kind == yaml.DocumentNode || n.Kind == yaml.AliasNode:
+		for _, c := range n.Content {
+			errs = append(errs, unknownKeys(c, t, path)...)
+		}
+		if n.Alias != nil {
+			errs = append(errs, unknownKeys(n.Alias, t, path)...)
+		}
+	case n.Kind == yaml.SequenceNode && t.Kind() == reflect.Slice:
+		for i, c := range n.Content {
+			errs = append(errs, unknownKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct && t != reflect.TypeFor[time.Duration]():
+		fields := map[string]reflect.Type{}
+		var names []string
+		var collect func(t reflect.Type)
+		collect = func(t reflect.Type) {
+			for i := range t.NumField() {
+				f := t.Field(i)
+				tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				switch {
+				case !f.IsExported() || tag == "-":
+				case opts == "inline":
+					collect(f.Type)
+				default:
+					fields[tag] = f.Type
+					names = append(names, tag)
+				}
+			}
+		}
+		collect(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			at := strings.TrimPrefix(path+"."+k.Value, ".")
+			ft, ok := fields[k.Value]
+			if !ok {
+				hint := ""
+				if s := suggestion.Closest(k.Value, names...); s != "" {
+					hint = fmt.Sprintf(" (did you mean %s?)", s)
+				}
+				place := cmp.Or(path, "the top level")
+				errs = append(errs, fmt.Errorf("line %d: %s: unknown key%s; %s takes %s", k.Line, at, hint, place, strings.Join(names, ", ")))
+				continue
+			}
+			errs = append(errs, unknownKeys(n.Content[i+1], ft, at)...)
+		}
+	}
+	return errs
 }
 
 func (c Config) validate() error {

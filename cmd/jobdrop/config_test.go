@@ -85,12 +85,18 @@ func TestSampleConfigDocumentsEveryKey(t *testing.T) {
 
 func TestConfigRejectsUnknownKeys(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(path, []byte("console:\n  listn: 127.0.0.1:1\n"), 0o644); err != nil {
+	yml := "console:\n  listn: 127.0.0.1:1\nwatch:\n  - dir: ./in\n  - dir: ./other\n    polcy: good_rows\n"
+	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := loadConfig(path, nil)
-	if err == nil || !strings.Contains(err.Error(), "listn") {
-		t.Fatalf("got %v, want an error naming listn", err)
+	for _, want := range []string{
+		"line 2: console.listn: unknown key (did you mean listen?); console takes listen, users, secure_cookies",
+		"line 6: watch[1].polcy: unknown key (did you mean policy?)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want an error saying %q", err, want)
+		}
 	}
 	_, err = loadConfig("", []string{"JOBDROP_CONSOLE_LISTN=x"})
 	if err == nil || !strings.Contains(err.Error(), "JOBDROP_CONSOLE_LISTN") {
