@@ -117,7 +117,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request, suffix, ctype 
 	}
 	f, err := s.openKept(b, suffix)
 	if err != nil {
-		s.page(w, r, http.StatusNotFound, "Not found", "files", messageView("Not kept", "The file is no longer in its folder's archive/ or failed/ subfolder."))
+		s.page(w, r, http.StatusNotFound, "Not found", "files", messageView("Not kept", "jobdrop keeps the files it takes from a watched folder in that folder's archive/ or failed/ subfolder, and this one is not there: it was moved or deleted since, or it was injected with jobdrop inject, which leaves the file where it was."))
 		return
 	}
 	defer f.Close()

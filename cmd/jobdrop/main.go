@@ -98,6 +98,11 @@ func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if cmd == "inject" && cfg.Log.Level != "debug" {
+		// The command prints what it did: its log says only what went
+		// wrong on the way.
+		cfg.Log.Level = "warn"
+	}
 	log := newLogger(cfg.Log, stderr)
 	switch cmd {
 	case "run":
