@@ -155,6 +155,42 @@ func (d *Definition) skipToLast(anchor, due, now int64, n int) int64 {
 	return ring[0]
 }
 
+// StartAfter is the instant a new task's first occurrence comes strictly
+// after, for a task anchored at anchor and accepted at accepted: a
+// repeating schedule goes on from its next occurrence (the ones before
+// it are history, not misfires); a one-shot due in the past still fires,
+// late.
+func (d *Definition) StartAfter(anchor, accepted int64) int64 {
+	if d.Repeats() {
+		return max(anchor-1, accepted-1)
+	}
+	return anchor - 1
+}
+
+// Fires previews the first n fires of a new task accepted at now, as the
+// engine makes them: each is the instant it fires. An occurrence already
+// missed at now fires at now as the misfire policy says (FIRE_ONCE once,
+// FIRE_ALL each, SKIP none). A DELETE, a TRIGGER of a task that exists and
+// a paused task fire nothing of their own schedule.
+func (d *Definition) Fires(now int64, n int) []int64 {
+	switch {
+	case d.Action == Delete, d.Action == Trigger, d.Paused():
+		return nil
+	}
+	anchor := d.Anchor(now)
+	due, ok := d.NextFire(anchor, d.StartAfter(anchor, now))
+	var out []int64
+	for ok && len(out) < n {
+		at := max(now, due)
+		_, fires, following, more := d.Plan(anchor, due, at)
+		if fires {
+			out = append(out, at)
+		}
+		due, ok = following, more
+	}
+	return out
+}
+
 // NextFires previews up to n occurrences strictly after from.
 func (d *Definition) NextFires(anchor, from int64, n int) []int64 {
 	var out []int64

@@ -277,6 +277,39 @@ func TestCronErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// TestFiresPreviewsWhatTheEngineWillDo: a preview shows the instants a new
+// task will fire: a one-shot already past fires at once unless its policy
+// skips it, a schedule started in the past goes on from its next
+// occurrence, and a DELETE or a paused task fires nothing.
+func TestFiresPreviewsWhatTheEngineWillDo(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 20, 0, 0, time.UTC).UnixMilli()
+	at := func(h, m int) int64 { return time.Date(2026, 11, 25, h, m, 0, 0, time.UTC).UnixMilli() }
+	past, future := Ptr(at(8, 0)), Ptr(at(12, 0))
+	hourly := &Frequency{TimeUnit: Hours, Time: 1}
+	off := false
+	for _, c := range []struct {
+		name string
+		d    Definition
+		want []int64
+	}{
+		{"one-shot to come", Definition{Action: Insert, Start: future}, []int64{at(12, 0)}},
+		{"one-shot missed, FIRE_ONCE", Definition{Action: Insert, Start: past}, []int64{now}},
+		{"one-shot missed, FIRE_ALL", Definition{Action: Insert, Start: past, Misfire: FireAll}, []int64{now}},
+		{"one-shot missed, SKIP", Definition{Action: Insert, Start: past, Misfire: Skip}, nil},
+		{"hourly from the past", Definition{Action: Insert, Start: past, Frequency: hourly}, []int64{at(11, 0), at(12, 0), at(13, 0)}},
+		{"hourly from the past, FIRE_ALL", Definition{Action: Insert, Start: past, Frequency: hourly, Misfire: FireAll}, []int64{at(11, 0), at(12, 0), at(13, 0)}},
+		{"hourly from no start", Definition{Action: Insert, Frequency: hourly}, []int64{at(11, 0), at(12, 0), at(13, 0)}},
+		{"cron", Definition{Action: Insert, Cron: "30 10 * * *"}, []int64{at(10, 30), at(10, 30) + 24*3600_000, at(10, 30) + 48*3600_000}},
+		{"delete", Definition{Action: Delete, Start: future}, nil},
+		{"trigger", Definition{Action: Trigger, Start: future}, nil},
+		{"paused", Definition{Action: Insert, Start: future, Active: &off}, nil},
+	} {
+		if got := c.d.Fires(now, 3); !slices.Equal(got, c.want) {
+			t.Errorf("%s: fires %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // TestDailyTasksKeepTheirLocalTimeAcrossDaylightSaving: a task repeating
 // every N days in a time zone fires at the same local time whatever the
 // season, as a migrated crontab line did; in UTC days are 24 hours.

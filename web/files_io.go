@@ -286,8 +286,7 @@ func (s *Server) dryRun(r *http.Request, staged string, m *uploadModel) {
 			row.Err = err.Error()
 		} else {
 			row.Schedule = d.When()
-			anchor := d.Anchor(now.UnixMilli())
-			for _, ms := range d.NextFires(anchor, max(anchor-1, now.UnixMilli()), s.cfg.PreviewFires) {
+			for _, ms := range d.Fires(now.UnixMilli(), s.cfg.PreviewFires) {
 				row.NextFires = append(row.NextFires, task.Time(ms))
 			}
 		}

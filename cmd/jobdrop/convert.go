@@ -56,8 +56,7 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 		}
 		out := previewed{Definition: r.Def}
 		if preview > 0 {
-			anchor := r.Def.Anchor(now.UnixMilli())
-			for _, ms := range r.Def.NextFires(anchor, now.UnixMilli()-1, preview) {
+			for _, ms := range r.Def.Fires(now.UnixMilli(), preview) {
 				out.NextFires = append(out.NextFires, task.Time(ms).Format(time.RFC3339))
 			}
 		}

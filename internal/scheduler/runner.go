@@ -614,13 +614,9 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			// with another change, it fires on the same beat as before.
 			st.Anchor = t.at(i).anchor
 		}
-		after := st.Anchor - 1
-		if d.Repeats() {
-			// A schedule dropped (or changed, or resumed) today goes on from
-			// its next occurrence: the ones before are history, not
-			// misfires. A one-shot due in the past still fires, late.
-			after = max(after, accepted-1)
-		}
+		// A schedule dropped (or changed, or resumed) today goes on from
+		// its next occurrence; a one-shot due in the past still fires.
+		after := d.StartAfter(st.Anchor, accepted)
 		if exists {
 			if src.Batch == "" {
 				// A change by hand (pause, resume, API) keeps the file the
