@@ -54,4 +54,3 @@ func editDistance(a, b string) int {
 	}
 	return d[len(s)][len(t)]
 }
-
