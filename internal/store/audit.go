@@ -139,7 +139,7 @@ func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.A
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM batches WHERE updated_at >= ?),
 		(SELECT count(*) FROM executions WHERE fired_at >= ?),
-		(SELECT count(*) FROM executions WHERE status = 'FAILED' AND status_at >= ?)`, ms, ms, ms).
+		(SELECT count(*) FROM executions INDEXED BY executions_failed WHERE status = 'FAILED' AND status_at >= ?)`, ms, ms, ms).
 		Scan(&a.Files, &a.Fires, &a.Failures)
 	if err != nil {
 		return a, fmt.Errorf("activity: %w", err)
