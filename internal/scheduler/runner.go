@@ -336,13 +336,20 @@ func (r *runner) loop(ctx context.Context) error {
 // change collects what one transaction writes besides fired events.
 type change struct {
 	dirty  map[int32]struct{} // slots whose state changed
-	ended  map[string]string  // keys of the tasks to tombstone → why
+	ended  map[string]ending  // keys of the tasks to tombstone → why
 	fires  []*fire
 	audits []*kgo.Record
 }
 
 func newChange() *change {
-	return &change{dirty: map[int32]struct{}{}, ended: map[string]string{}}
+	return &change{dirty: map[int32]struct{}{}, ended: map[string]ending{}}
+}
+
+// ending is how a task ends: why, and its last state when that is not
+// written yet.
+type ending struct {
+	reason string
+	final  []byte
 }
 
 // touch marks the state of slot i, whose task has key, to be written.
@@ -351,11 +358,24 @@ func (c *change) touch(i int32, key string) {
 	delete(c.ended, key) // deleted and created again in one transaction
 }
 
-// end marks the task of slot i, which has key and was just removed, to be
-// tombstoned.
-func (c *change) end(i int32, key, reason string) {
+// finish removes the task of slot i, which has key, and marks it to be
+// tombstoned for reason. When this transaction created or changed it
+// (fresh: it was just set), its state goes first: a task that ends as it
+// is created (a one-shot already past, fired at once) keeps its definition
+// and the file it came from for every reader of the state topic.
+func (r *runner) finish(c *change, i int32, key, reason string, now int64, fresh bool) error {
+	var final []byte
+	if _, dirty := c.dirty[i]; dirty || fresh {
+		_, data, err := r.tasks.read(i)
+		if err != nil {
+			return err
+		}
+		final = encodeState(r.tasks.state(i, key, now), data)
+	}
+	r.tasks.remove(i, key)
 	delete(c.dirty, i)
-	c.ended[key] = reason
+	c.ended[key] = ending{reason: reason, final: final}
+	return nil
 }
 
 // fire is one occurrence being fired in the current transaction. It holds
@@ -425,9 +445,8 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			s.nextFire = following
 			t.schedule(i)
 			c.touch(i, key)
-		} else {
-			t.remove(i, key)
-			c.end(i, key, record.EndCompleted)
+		} else if err := r.finish(c, i, key, record.EndCompleted, now, false); err != nil {
+			return err
 		}
 	}
 
@@ -486,9 +505,12 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			key := string(k)
 			produce(r.stateRecord(key, encodeState(t.state(i, key, now), data)))
 		}
-		for key, reason := range c.ended {
+		for key, e := range c.ended {
+			if e.final != nil {
+				produce(r.stateRecord(key, e.final))
+			}
 			rec := r.stateRecord(key, nil)
-			rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(reason)}}
+			rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(e.reason)}}
 			produce(rec)
 		}
 		for _, a := range c.audits {
@@ -574,8 +596,9 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			outcome, detail = record.OutcomeNoChange, "no such task"
 			break
 		}
-		t.remove(i, key)
-		c.end(i, key, record.EndDeleted)
+		if err := r.finish(c, i, key, record.EndDeleted, now, false); err != nil {
+			return err
+		}
 	case task.Trigger:
 		action = record.ActionTaskTriggered
 		if !exists {
@@ -640,8 +663,9 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		}
 		switch {
 		case !ok:
-			t.remove(i, key)
-			c.end(i, key, record.EndCompleted)
+			if err := r.finish(c, i, key, record.EndCompleted, now, true); err != nil {
+				return err
+			}
 			detail = "no occurrence left to fire"
 		case d.Paused():
 			t.unschedule(i) // kept, but due never

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -299,6 +300,45 @@ func TestNewScheduleStartsAtItsNextOccurrenceNotInThePast(t *testing.T) {
 	want := map[string][]int64{"late": {t0.Add(-time.Hour).UnixMilli()}, "daily": {t0.Add(22 * time.Hour).UnixMilli()}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("fired %v, want %v", got, want)
+	}
+}
+
+// TestTaskEndingAsItIsCreatedKeepsItsState: a one-shot already past is
+// created and ended in one transaction (fired at once, or skipped); the
+// state topic still holds its definition, then its end, so the console
+// knows what it was and where it came from.
+func TestTaskEndingAsItIsCreatedKeepsItsState(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	late := oneShot("late", t0.Add(-time.Hour))
+	skipped := oneShot("skipped", t0.Add(-time.Hour))
+	skipped.Misfire = task.Skip
+	h.send(late, skipped)
+	e := h.start()
+	h.waitFired(jobs, 1)
+	kafkatest.Eventually(t, 30*time.Second, "both tasks to end", func() bool { return e.ActiveTasks() == 0 })
+	e.stop()
+	seen := map[string][]string{}
+	for _, r := range kafkatest.Drain(t, h.brokers, h.topics.State) {
+		k := string(r.Key)
+		if k != late.Key() && k != skipped.Key() {
+			continue
+		}
+		if r.Value == nil {
+			seen[k] = append(seen[k], "end")
+			continue
+		}
+		var st record.State
+		if err := json.Unmarshal(r.Value, &st); err != nil {
+			t.Fatal(err)
+		}
+		seen[k] = append(seen[k], st.Definition.Data["cmd"]+" from "+st.Source.Actor)
+	}
+	for _, d := range []task.Definition{late, skipped} {
+		if got, want := seen[d.Key()], []string{d.Name + " from test", "end"}; !slices.Equal(got, want) {
+			t.Errorf("state topic for %s: %q, want %q", d.Key(), got, want)
+		}
 	}
 }
 
