@@ -3,6 +3,7 @@ package task
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -189,13 +190,11 @@ func cronProblem(expr string) string {
 	}
 	typed := strings.Fields(expr)
 	skip := len(segs) - len(typed) // 1 when gronx added the seconds field
-	check := &gronx.SegmentChecker{}
-	check.SetRef(time.Now())
-	for pos, seg := range segs {
-		_, err := check.CheckDue(seg, pos)
-		broken := err != nil || seg == "" || strings.HasSuffix(seg, "/") || strings.Contains(seg, ",,") ||
-			strings.HasPrefix(seg, ",") || strings.HasSuffix(seg, ",")
-		if !broken || pos < skip || pos-skip >= len(typed) {
+	for pos := skip; pos < len(segs); pos++ {
+		// The field alone, every other one a wildcard.
+		probe := slices.Repeat([]string{"*"}, len(segs))
+		probe[pos] = segs[pos]
+		if gronx.IsValid(strings.Join(probe, " ")) {
 			continue
 		}
 		f := cronFields[min(pos, len(cronFields)-1)]

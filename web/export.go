@@ -48,8 +48,7 @@ func auditFilterParam(q url.Values) (storetype.AuditFilter, error) {
 // report is a table exported whole, in CSV or as a sheet, one row at a
 // time however long it is.
 type report struct {
-	name   string // in the file name: "audit", "tasks"
-	sheet  string // the sheet's name: "Audit", "Tasks"
+	name   string // in the file name and, capitalised, the sheet's: "audit"
 	header []string
 	widths []int // of the sheet's columns, in characters
 	// each calls row with every row of the report, in order.
@@ -63,7 +62,6 @@ type report struct {
 func (s *Server) auditReport(f storetype.AuditFilter) report {
 	return report{
 		name:   "audit",
-		sheet:  "Audit",
 		header: []string{"at", "actor", "action", "object", "outcome", "detail", "batch", "id"},
 		widths: []int{26, 14, 16, 36, 10, 60, 16, 30},
 		each: func(ctx context.Context, row func([]string) error) error {
@@ -88,8 +86,7 @@ func (s *Server) taskReport(f storetype.TaskFilter) report {
 		return t.UTC().Format(time.RFC3339)
 	}
 	return report{
-		name:  "tasks",
-		sheet: "Tasks",
+		name: "tasks",
 		header: []string{"key", "host", "name", "topic", "status", "paused", "schedule", "next fire", "last fire",
 			"fires", "file", "row", "updated", "definition"},
 		widths: []int{36, 14, 28, 20, 10, 7, 30, 22, 22, 8, 24, 7, 22, 60},
@@ -139,7 +136,7 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
 	if err == nil {
 		err = cw.Error()
 	}
-	s.endExport(r, rep, "csv", err)
+	s.abortAnswer(r, "export "+rep.name+" csv", err)
 }
 
 // exportXLSX streams a report as an Excel sheet, one row at a time. Every
@@ -147,7 +144,7 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
 // million rows ends with a row saying where it was cut.
 func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report) {
 	s.attach(w, rep, "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-	s.endExport(r, rep, "xlsx", writeXLSX(r.Context(), rep, w))
+	s.abortAnswer(r, "export "+rep.name+" xlsx", writeXLSX(r.Context(), rep, w))
 }
 
 // attach sends the headers of a report's download.
@@ -157,11 +154,11 @@ func (s *Server) attach(w http.ResponseWriter, rep report, ext, contentType stri
 		s.now().UTC().Format("20060102T150405Z")+"."+ext+`"`)
 }
 
-// endExport logs a report that failed part way and cuts the answer short:
-// its header is sent, so no status can say so any more.
-func (s *Server) endExport(r *http.Request, rep report, ext string, err error) {
+// abortAnswer logs a streamed answer (what) that failed part way and cuts
+// it short: its status is sent, so no status can say so any more.
+func (s *Server) abortAnswer(r *http.Request, what string, err error) {
 	if err != nil && r.Context().Err() == nil {
-		s.log.Error("export "+rep.name+" "+ext, "error", err)
+		s.log.Error(what, "error", err)
 		panic(http.ErrAbortHandler)
 	}
 }
@@ -170,21 +167,21 @@ func (s *Server) endExport(r *http.Request, rep report, ext string, err error) {
 var errSheetFull = errors.New("sheet full")
 
 func writeXLSX(ctx context.Context, rep report, w io.Writer) error {
-	sw, err := newSheetWriter(w, rep.sheet, rep.widths)
+	sw, err := newSheetWriter(w, strings.ToUpper(rep.name[:1])+rep.name[1:], rep.widths)
 	if err != nil {
 		return err
 	}
 	sw.WriteRow(rep.header)
-	var last []string
+	var last, cells []string
 	err = rep.each(ctx, func(row []string) error {
 		if sw.rows == xlsxMaxRows-1 {
 			return errSheetFull
 		}
-		last = append(last[:0], row...)
-		for i, v := range row {
-			row[i] = neutralise(v)
+		last, cells = row, cells[:0]
+		for _, v := range row {
+			cells = append(cells, neutralise(v))
 		}
-		return sw.WriteRow(row)
+		return sw.WriteRow(cells)
 	})
 	if errors.Is(err, errSheetFull) {
 		err = sw.WriteRow([]string{"cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; " + rep.cut(last)})

@@ -217,11 +217,7 @@ func (s *Server) getSchedulers(w http.ResponseWriter, r *http.Request) {
 		bw.WriteString("]\n")
 		err = bw.Flush()
 	}
-	if err != nil && r.Context().Err() == nil {
-		// Part of the answer may be sent: all that is left is to log and cut.
-		s.log.Error("list definitions", "error", err)
-		panic(http.ErrAbortHandler)
-	}
+	s.abortAnswer(r, "list definitions", err)
 }
 
 // verbs are what POST /api/tasks/... does to tasks.

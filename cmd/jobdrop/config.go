@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path"
@@ -163,10 +161,10 @@ func loadConfig(path string, environ []string) (Config, error) {
 		if errs := unknownKeys(&doc, reflect.TypeFor[Config](), ""); len(errs) > 0 {
 			return cfg, fmt.Errorf("config %s: %w", path, errors.Join(errs...))
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-			return cfg, fmt.Errorf("config %s: %w", path, err)
+		if doc.Kind != 0 { // an empty file leaves the defaults
+			if err := doc.Decode(&cfg); err != nil {
+				return cfg, fmt.Errorf("config %s: %w", path, err)
+			}
 		}
 	}
 	if err := applyEnv(&cfg, environ); err != nil {
@@ -179,6 +177,35 @@ func loadConfig(path string, environ []string) (Config, error) {
 		cfg.Node = h
 	}
 	return cfg, cfg.validate()
+}
+
+// yamlField is a configuration key: its name in YAML, and where it sits in
+// its struct.
+type yamlField struct {
+	name  string
+	index []int
+	typ   reflect.Type
+}
+
+// yamlFields lists the keys a struct type takes in YAML, in order, the
+// keys of its inline parts among them.
+func yamlFields(t reflect.Type) []yamlField {
+	var out []yamlField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case !f.IsExported() || tag == "-":
+		case opts == "inline":
+			for _, in := range yamlFields(f.Type) {
+				in.index = append([]int{i}, in.index...)
+				out = append(out, in)
+			}
+		default:
+			out = append(out, yamlField{name: tag, index: []int{i}, typ: f.Type})
+		}
+	}
+	return out
 }
 
 // unknownKeys names each key of a YAML document that the configuration
@@ -204,22 +231,10 @@ func unknownKeys(n *yaml.Node, t reflect.Type, path string) []error {
 	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct && t != reflect.TypeFor[time.Duration]():
 		fields := map[string]reflect.Type{}
 		var names []string
-		var collect func(t reflect.Type)
-		collect = func(t reflect.Type) {
-			for i := range t.NumField() {
-				f := t.Field(i)
-				tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-				switch {
-				case !f.IsExported() || tag == "-":
-				case opts == "inline":
-					collect(f.Type)
-				default:
-					fields[tag] = f.Type
-					names = append(names, tag)
-				}
-			}
+		for _, f := range yamlFields(t) {
+			fields[f.name] = f.typ
+			names = append(names, f.name)
 		}
-		collect(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			at := strings.TrimPrefix(path+"."+k.Value, ".")
@@ -348,21 +363,8 @@ func applyEnv(cfg *Config, environ []string) error {
 		}
 		switch v.Kind() {
 		case reflect.Struct:
-			t := v.Type()
-			for i := range t.NumField() {
-				f := t.Field(i)
-				if !f.IsExported() {
-					continue
-				}
-				tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-				if tag == "-" {
-					continue
-				}
-				if opts == "inline" {
-					walk(v.Field(i), name)
-					continue
-				}
-				walk(v.Field(i), name+"_"+strings.ToUpper(tag))
+			for _, f := range yamlFields(v.Type()) {
+				walk(v.FieldByIndex(f.index), name+"_"+strings.ToUpper(f.name))
 			}
 		case reflect.Slice:
 			if v.Type().Elem().Kind() != reflect.Struct {

@@ -23,17 +23,9 @@ import (
 // yamlPaths lists every key path of t, as "kafka.embedded.listen".
 func yamlPaths(t reflect.Type, prefix string) []string {
 	var out []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if !f.IsExported() || tag == "-" {
-			continue
-		}
-		name := prefix
-		if opts != "inline" {
-			name = strings.TrimPrefix(prefix+"."+tag, ".")
-		}
-		ft := f.Type
+	for _, f := range yamlFields(t) {
+		name := strings.TrimPrefix(prefix+"."+f.name, ".")
+		ft := f.typ
 		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
 			ft = ft.Elem()
 		}

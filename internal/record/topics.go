@@ -38,9 +38,8 @@ func (t Topics) WithDefaults() Topics {
 func (t Topics) All() []string { return []string{t.Input, t.State, t.Executions, t.Status, t.Audit} }
 
 // CheckTarget says why topic cannot be the target of a task, in words
-// that follow the topic's name: the state,
-// executions, status and audit topics hold jobdrop's own records, which
-// fired events would corrupt. The input topic may be one, as it is in
+// that follow the topic's name: the state, executions, status and audit
+// topics hold jobdrop's own records, which fired events would corrupt. The input topic may be one, as it is in
 // light-scheduler's own example: the engine tells the events fired into
 // it from commands by their fire id header, and skips them.
 func (t Topics) CheckTarget(topic string) error {

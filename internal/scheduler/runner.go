@@ -359,13 +359,13 @@ func (c *change) touch(i int32, key string) {
 }
 
 // finish removes the task of slot i, which has key, and marks it to be
-// tombstoned for reason. When this transaction created or changed it
-// (fresh: it was just set), its state goes first: a task that ends as it
-// is created (a one-shot already past, fired at once) keeps its definition
-// and the file it came from for every reader of the state topic.
-func (r *runner) finish(c *change, i int32, key, reason string, now int64, fresh bool) error {
+// tombstoned for reason. When this transaction created or changed it (its
+// slot is dirty), its state goes first: a task that ends as it is created
+// (a one-shot already past, fired at once) keeps its definition and the
+// file it came from for every reader of the state topic.
+func (r *runner) finish(c *change, i int32, key, reason string, now int64) error {
 	var final []byte
-	if _, dirty := c.dirty[i]; dirty || fresh {
+	if _, dirty := c.dirty[i]; dirty {
 		_, data, err := r.tasks.read(i)
 		if err != nil {
 			return err
@@ -445,7 +445,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			s.nextFire = following
 			t.schedule(i)
 			c.touch(i, key)
-		} else if err := r.finish(c, i, key, record.EndCompleted, now, false); err != nil {
+		} else if err := r.finish(c, i, key, record.EndCompleted, now); err != nil {
 			return err
 		}
 	}
@@ -596,7 +596,7 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			outcome, detail = record.OutcomeNoChange, "no such task"
 			break
 		}
-		if err := r.finish(c, i, key, record.EndDeleted, now, false); err != nil {
+		if err := r.finish(c, i, key, record.EndDeleted, now); err != nil {
 			return err
 		}
 	case task.Trigger:
@@ -663,7 +663,8 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		}
 		switch {
 		case !ok:
-			if err := r.finish(c, i, key, record.EndCompleted, now, true); err != nil {
+			c.touch(i, key) // set just now: its state is not written yet
+			if err := r.finish(c, i, key, record.EndCompleted, now); err != nil {
 				return err
 			}
 			detail = "no occurrence left to fire"
