@@ -190,6 +190,9 @@ func cronProblem(expr string) string {
 	}
 	typed := strings.Fields(expr)
 	skip := len(segs) - len(typed) // 1 when gronx added the seconds field
+	if skip != 0 && skip != 1 {
+		return shape // gronx splits the fields otherwise (at a vertical tab, say)
+	}
 	for pos := skip; pos < len(segs); pos++ {
 		// The field alone, every other one a wildcard.
 		probe := slices.Repeat([]string{"*"}, len(segs))
