@@ -18,7 +18,8 @@ var ErrLeaveOpen = errors.New("transaction left open")
 // Transact runs fill in one transaction of the transactional client cl and
 // commits it. fill produces through the function it is given; an error from
 // fill or from any produce aborts the transaction, and so does a failed
-// commit when the client can still abort. beforeCommit, if not nil, runs
+// commit when the client can still abort. The error of a refused record is
+// a *RecordError naming it (RecordErrors finds them). beforeCommit, if not nil, runs
 // once everything is written and before the commit.
 //
 // The commit is never cancelled by ctx: an interrupted EndTransaction
@@ -27,28 +28,15 @@ func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.R
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
-	var (
-		mu      sync.Mutex
-		prodErr error
-	)
-	produce := func(r *kgo.Record) {
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				prodErr = errors.Join(prodErr, err)
-				mu.Unlock()
-			}
-		})
-	}
+	var refused refusals
+	produce := func(r *kgo.Record) { cl.Produce(ctx, r, refused.add) }
 	err := fill(produce)
 	if ferr := cl.Flush(ctx); err == nil {
 		err = ferr
 	}
-	mu.Lock()
 	if err == nil {
-		err = prodErr
+		err = refused.err()
 	}
-	mu.Unlock()
 	if err == nil && beforeCommit != nil {
 		if err = beforeCommit(); errors.Is(err, ErrLeaveOpen) {
 			return err
@@ -71,4 +59,102 @@ func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.R
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// RecordError is a record the client or the brokers refused to write.
+type RecordError struct {
+	Record *kgo.Record
+	Err    error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("write to topic %s (key %q): %v", e.Record.Topic, e.Record.Key, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// maxRefusals bounds the refused records one transaction's error names: when
+// the brokers are down every record fails alike, and the first say why.
+const maxRefusals = 100
+
+// refusals collects the refused records of one transaction.
+type refusals struct {
+	mu    sync.Mutex
+	errs  []error
+	count int
+}
+
+func (f *refusals) add(r *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count++
+	if len(f.errs) < maxRefusals {
+		f.errs = append(f.errs, &RecordError{Record: r, Err: err})
+	}
+}
+
+func (f *refusals) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.count > len(f.errs) {
+		return errors.Join(append(f.errs, fmt.Errorf("… and %d more records refused", f.count-len(f.errs)))...)
+	}
+	return errors.Join(f.errs...)
+}
+
+// RecordErrors lists the records err says were refused.
+func RecordErrors(err error) []*RecordError {
+	var out []*RecordError
+	var walk func(error)
+	walk = func(err error) {
+		if re, ok := err.(*RecordError); ok {
+			out = append(out, re)
+			return
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+// RecordFault reports whether err, the refusal of one record, is the
+// record's own fault: the brokers would refuse that record however often it
+// is sent (too large, invalid, against a policy, or naming a topic that
+// does not exist or may not be written), while other records go through.
+// Faults of the cluster (brokers down, leaders moving, not enough
+// replicas, timeouts, a fenced or aborted transaction) are not: they pass,
+// and the same record is taken once they do.
+func RecordFault(err error) bool {
+	for _, e := range []error{
+		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.CorruptMessage,
+		kerr.InvalidTimestamp, kerr.PolicyViolation, kerr.TopicAuthorizationFailed,
+		kerr.InvalidTopicException, kerr.UnknownTopicOrPartition,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// TopicFault reports whether err, a record's own fault, is about its topic
+// rather than its content: the topic does not exist, or this client may
+// not write it. For a record of jobdrop's own topics that is the
+// cluster's fault (a topic deleted, an ACL missing), not the record's.
+func TopicFault(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		errors.Is(err, kerr.InvalidTopicException)
 }
