@@ -139,7 +139,7 @@ func RecordErrors(err error) []*RecordError {
 // and the same record is taken once they do.
 func RecordFault(err error) bool {
 	for _, e := range []error{
-		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.CorruptMessage,
+		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord,
 		kerr.InvalidTimestamp, kerr.PolicyViolation, kerr.TopicAuthorizationFailed,
 		kerr.InvalidTopicException, kerr.UnknownTopicOrPartition,
 	} {
