@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/converters"
@@ -93,6 +95,32 @@ type Injector struct {
 	// notices is a plain producer for arrival events, which must not wait
 	// behind a large file's transaction.
 	notices *kgo.Client
+	// progress is the Progress of the file being injected, told of each
+	// record the brokers acknowledge.
+	progress progressHook
+}
+
+// progressHook passes the brokers' acknowledgements of the transactional
+// producer's records on to the file being injected.
+type progressHook struct{ fn atomic.Pointer[func()] }
+
+var _ kgo.HookProduceRecordUnbuffered = (*progressHook)(nil)
+
+// OnProduceRecordUnbuffered implements kgo.HookProduceRecordUnbuffered.
+func (h *progressHook) OnProduceRecordUnbuffered(_ *kgo.Record, err error) {
+	if fn := h.fn.Load(); fn != nil && err == nil {
+		(*fn)()
+	}
+}
+
+// follow makes the acknowledgements of the records from now on progress
+// of f, until the returned function is called.
+func (h *progressHook) follow(f File) (stop func()) {
+	if f.Progress == nil {
+		return func() {}
+	}
+	h.fn.Store(&f.Progress)
+	return func() { h.fn.Store(nil) }
 }
 
 var _ Batches = (*Injector)(nil)
@@ -112,11 +140,13 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{}}
 	opts := append([]kgo.Opt{
+		kgo.WithHooks(&in.progress),
 		kgo.TransactionalID(cfg.TransactionalID),
 		// A large file may take minutes to produce.
 		kgo.TransactionTimeout(5 * time.Minute),
-		kgo.ProducerBatchMaxBytes(1 << 20),
+		kgo.ProducerBatchMaxBytes(kafka.MaxBatchBytes),
 		kgo.MaxBufferedRecords(100_000),
 	}, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
@@ -128,7 +158,8 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 		cl.Close()
 		return nil, fmt.Errorf("injector: %w", err)
 	}
-	return &Injector{cfg: cfg, batches: batches, log: log.With("component", "injector"), cl: cl, notices: notices, injected: map[string]bool{}}, nil
+	in.batches, in.cl, in.notices = batches, cl, notices
+	return in, nil
 }
 
 // Close releases the producers. It is safe to call more than once.
@@ -202,6 +233,9 @@ type File struct {
 	// Arrival is the record.ArrivalID of a file from a watched folder,
 	// carried on its batch.
 	Arrival string
+	// Progress, if set, is called whenever the injection makes headway:
+	// a row converted, a record acknowledged by the brokers.
+	Progress func()
 }
 
 // DefaultMaxBytes is the size limit of a file when File.MaxBytes is 0.
@@ -391,7 +425,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	}
 	src := record.Source{Batch: id, File: f.Name, Actor: in.cfg.Actor}
 	var fillErr error // the file's own problem, found while producing
-	err = in.transact(ctx, func(produce func(*kgo.Record)) error {
+	err = in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
 		emit := func(r converters.Row) error {
 			if _, bad := skip[r.Line]; bad && partial {
 				return nil
@@ -414,6 +448,11 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		return nil
 	})
 	if err != nil {
+		if refused := refusedLines(f.Name, err); len(refused) > 0 && ctx.Err() == nil {
+			// The brokers refuse some of the file's records whenever they
+			// are sent: the file's fault, not the cluster's.
+			return in.refused(ctx, f, batch, rej.Rows, refused)
+		}
 		if fillErr == nil && ctx.Err() == nil && !errors.Is(err, errClosed) {
 			return Result{}, fmt.Errorf("inject %s: %w: %w", f.Name, ErrUnavailable, err)
 		}
@@ -428,6 +467,61 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		res.Report = rej
 	}
 	return res, nil
+}
+
+// refusedLines names each of the file's records that the brokers refused
+// for a fault of its own (kafka.RecordFault), one line each: the row, the
+// task and the brokers' answer. A refusal about one of jobdrop's own
+// topics (deleted, not writable) is the cluster's fault, not the file's,
+// and so is every refusal when none is the records' own.
+func refusedLines(file string, err error) []string {
+	var lines []string
+	for _, re := range kafka.RecordErrors(err) {
+		if !kafka.RecordFault(re.Err) || kafka.TopicFault(re.Err) {
+			continue
+		}
+		row := header(re.Record, record.HeaderRow)
+		what := "the file's audit record"
+		if row != "" {
+			what = "row " + row + ": task " + string(re.Record.Key)
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s: the brokers refused its record (%d bytes) on topic %s: %v",
+			file, what, recordSize(re.Record), re.Record.Topic, re.Err))
+	}
+	return lines
+}
+
+// refused rejects a file some of whose records the brokers refused:
+// nothing of it was injected, and its report names each refused row.
+func (in *Injector) refused(ctx context.Context, f File, batch record.Batch, rows int, lines []string) (Result, error) {
+	rej := &RejectedError{File: f.Name, Rows: rows, Bad: len(lines), Problems: len(lines), Errors: lines,
+		Err: errors.New("the brokers refused part of the file; nothing was injected")}
+	batch.Rejected = rej.Bad
+	batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
+	if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, lines[0]); err != nil {
+		in.log.Error("audit rejected file", "file", f.Name, "err", err)
+	}
+	return Result{Outcome: Rejected, Batch: batch}, rej
+}
+
+// header is the value of a record's header, or "".
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// recordSize is the size of a record's key, value and headers, which the
+// brokers' limits count.
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 // sizeError is a file rejected for its size, with its batch record.
@@ -486,7 +580,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	var rows []converters.Row
 	skip := map[int]struct{}{}
 	keep := true
-	rowCheck := NewRowCheck(f.Name, in.cfg.Topics)
+	rowCheck := NewRowCheck(f.Name, in.cfg.Topics).WithLimit(in.recordLimit(ctx))
 	fail := func(line string) {
 		rej.Problems++
 		if len(rej.Errors) < in.cfg.MaxErrors {
@@ -495,6 +589,9 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	}
 	err := conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
 		rej.Rows++
+		if f.Progress != nil {
+			f.Progress()
+		}
 		if r.Err != nil {
 			errs := converters.RowErrors(r.Err)
 			for _, e := range errs {
@@ -528,6 +625,19 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 		rows = nil
 	}
 	return rows, rej, skip
+}
+
+// recordLimit is the largest record the brokers take on the input and
+// state topics, asked at each file so that a changed setting is seen: a
+// row over it is a row error, before anything is produced. When the
+// brokers cannot be asked, the producers' own limit stands, and the
+// brokers' answer to the records themselves decides.
+func (in *Injector) recordLimit(ctx context.Context) kafka.RecordLimit {
+	limit, err := kafka.RecordLimitOf(ctx, kadm.NewClient(in.notices), in.cfg.Topics.Input, in.cfg.Topics.State)
+	if err != nil {
+		in.log.Debug("cannot read the brokers' record limit; using the producers' own", "limit", limit.Bytes, "err", err)
+	}
+	return limit
 }
 
 // Send injects commands that did not come from a file (the REST API and the
@@ -618,11 +728,18 @@ func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo
 // transact runs fill inside one transaction and commits it, or aborts it
 // when fill or any produce fails.
 func (in *Injector) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
+	return in.transactFile(ctx, File{}, fill)
+}
+
+// transactFile is transact for the records of file f: each the brokers
+// acknowledge is progress of f.
+func (in *Injector) transactFile(ctx context.Context, f File, fill func(produce func(*kgo.Record)) error) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.cl == nil {
 		return errClosed
 	}
+	defer in.progress.follow(f)()
 	return kafka.Transact(ctx, in.cl, fill, nil)
 }
 

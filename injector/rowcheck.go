@@ -1,36 +1,62 @@
 package injector
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/maphash"
 
 	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
 
 // RowCheck holds the checks of a file's rows that no converter can make
-// alone: a task key appears once per file, and no task fires into
-// jobdrop's own topics. The injector applies them before anything is
+// alone: a task key appears once per file, no task fires into jobdrop's
+// own topics, and no task is larger than the brokers take. The injector applies them before anything is
 // produced, and the dry runs (`jobdrop convert`, the console's upload
 // preview) apply the same, so that a dry run passes only what a drop
 // would inject.
 type RowCheck struct {
 	file   string
 	topics record.Topics
+	limit  kafka.RecordLimit
 	seed   maphash.Seed
 	first  map[uint64]int
 }
 
-// NewRowCheck starts the checks of the rows of file.
+// NewRowCheck starts the checks of the rows of file, against the record
+// limit of jobdrop's producers (WithLimit sets the brokers' own).
 func NewRowCheck(file string, topics record.Topics) *RowCheck {
-	return &RowCheck{file: file, topics: topics, seed: maphash.MakeSeed(), first: map[uint64]int{}}
+	return &RowCheck{file: file, topics: topics, limit: kafka.DefaultRecordLimit, seed: maphash.MakeSeed(), first: map[uint64]int{}}
 }
+
+// WithLimit makes Check refuse a task whose records would be over limit.
+func (c *RowCheck) WithLimit(limit kafka.RecordLimit) *RowCheck {
+	c.limit = limit
+	return c
+}
+
+// recordExtra is what a task's largest record, its state, holds besides
+// its definition, key and file name: the anchor, next fire, counts and
+// source, plus the record's framing in its batch.
+const recordExtra = 400
 
 // Check returns the row's problem as a *converters.RowError, or nil. Call
 // it once per valid row (r.Err nil), in file order.
 func (c *RowCheck) Check(r converters.Row) error {
 	if err := c.topics.CheckTarget(r.Def.Topic); err != nil {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "topic", Value: r.Def.Topic, Err: err}
+	}
+	if v, err := json.Marshal(&r.Def); err == nil {
+		if size := len(v) + len(r.Def.Key()) + len(c.file) + recordExtra; size > c.limit.Bytes {
+			column := ""
+			if d, _ := json.Marshal(r.Def.Data); len(d) > len(v)/2 {
+				column = "data"
+			}
+			return &converters.RowError{File: c.file, Row: r.Line, Column: column,
+				Err: fmt.Errorf("task %s would be a record of %d bytes, over the %d bytes a record may have (%s)",
+					r.Def.Key(), size, c.limit.Bytes, c.limit.Source)}
+		}
 	}
 	h := maphash.String(c.seed, r.Def.Key())
 	if prev, dup := c.first[h]; dup {

@@ -46,6 +46,8 @@ type folder struct {
 	// Owned by the monitor.
 	track   *tracker
 	problem string // last problem logged; "" while the folder is fine
+	// status is what the folder does now, for Watcher.Status.
+	status folderStatus
 	// observer, when the handler is one, and the names it was told of.
 	observer Observer
 	seen     map[string]struct{}
@@ -214,6 +216,7 @@ func (f *folder) takeSignals(fsw *fsnotify.Watcher) bool {
 func (f *folder) refresh(fsw *fsnotify.Watcher) {
 	if err := ensureSubfolders(f.dir); err != nil {
 		f.report(err)
+		f.status.problem(err.Error())
 		return
 	}
 	var watchErr error
@@ -224,8 +227,10 @@ func (f *folder) refresh(fsw *fsnotify.Watcher) {
 	}
 	if err := f.scan(); err != nil {
 		f.report(err)
+		f.status.problem(err.Error())
 		return
 	}
+	f.status.problem("")
 	if watchErr != nil {
 		f.report(fmt.Errorf("no events, found by rescans only: %w", watchErr))
 		return
@@ -625,12 +630,15 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	if lock != nil {
 		defer lock.Close()
 	}
-	file := File{Dir: f.dir, Name: name, Path: filepath.Join(f.processing, name), Recovered: recovered}
+	file := File{Dir: f.dir, Name: name, Path: filepath.Join(f.processing, name), Recovered: recovered,
+		status: &f.status, clock: f.clock}
 	log := f.log.With("file", name)
 	if recovered {
 		log = log.With("recovered", true)
 	}
 	start := f.clock.Now()
+	f.status.handling(name, start)
+	defer f.status.handling("", time.Time{})
 	var err error
 	kept := log.With("kept_in", ProcessingDir)
 	handled := f.retry(ctx, kept, "handle the file", func() error {

@@ -35,6 +35,7 @@ func (f *folder) retry(ctx context.Context, log *slog.Logger, task string, attem
 	last := ""
 	for n := 1; ; n++ {
 		err := attempt()
+		f.status.retrying(err, f.clock.Now())
 		if err == nil {
 			if n > 1 {
 				log.Info("retry succeeded: "+task, "attempts", n)

@@ -44,6 +44,20 @@ type File struct {
 	// Recovered is set for a file found in .processing/ at start: the
 	// last run stopped (or died) while handling it.
 	Recovered bool
+
+	// status and clock serve Progress.
+	status *folderStatus
+	clock  clockwork.Clock
+}
+
+// Progress is for the Handler to call whenever it makes headway with the
+// file (a row read, a record written): a folder whose file makes none for
+// a while is reported stalled (Watcher.Status). It is cheap and safe to
+// call from any goroutine.
+func (f File) Progress() {
+	if f.status != nil {
+		f.status.progress(f.clock.Now())
+	}
 }
 
 // Handler processes claimed files. Files of one folder are handed over one

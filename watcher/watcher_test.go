@@ -46,7 +46,9 @@ func (r *recorder) HandleFile(ctx context.Context, f File) error {
 		return err
 	}
 	r.mu.Lock()
-	r.calls = append(r.calls, call{File: f, Content: string(data)})
+	recorded := f
+	recorded.status, recorded.clock = nil, nil // what serves Progress
+	r.calls = append(r.calls, call{File: recorded, Content: string(data)})
 	r.mu.Unlock()
 	if r.react != nil {
 		return r.react(ctx, f)

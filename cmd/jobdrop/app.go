@@ -131,9 +131,11 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err != nil {
 		return err
 	}
-	ready := newReadiness(cfg, admin, met.KafkaClients(), rec)
+	watched := newFolderWatch(cfg.Watcher, wat.Status)
+	met.ObserveFolders(watched.gauges)
+	ready := newReadiness(cfg, admin, met.KafkaClients(), rec, watched)
 	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
-	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, recorderNotice(rec)
+	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, watched)
 	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err

@@ -114,6 +114,16 @@ type WatcherConfig struct {
 	StableChecks  int           `yaml:"stable_checks"`
 	CheckInterval time.Duration `yaml:"check_interval"`
 	Rescan        time.Duration `yaml:"rescan"`
+	// StallAfter is how long a folder may make no headway with a file
+	// (no row read, no record acknowledged) for a reason outside it (the
+	// brokers unreachable or refusing writes, a full disk) before the
+	// node reports the folder stalled: /readyz fails naming it, and the
+	// console and the metrics say so. Defaults to 1m.
+	StallAfter time.Duration `yaml:"stall_after"`
+	// SlowAfter is how long a file may stay in .processing/ before the
+	// console and the metrics point at it, even while it makes progress
+	// (a very large file). Defaults to 10m.
+	SlowAfter time.Duration `yaml:"slow_after"`
 }
 
 // SchedulerConfig tunes the engine.
@@ -288,6 +298,14 @@ func (c Config) validate() error {
 		errs = append(errs, f.validate(fmt.Sprintf("watch[%d]", i)))
 		if err := f.Options.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("watch[%d].%w", i, err))
+		}
+	}
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+	}{{"watcher.stall_after", c.Watcher.StallAfter}, {"watcher.slow_after", c.Watcher.SlowAfter}} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s must not be negative", d.key, d.d))
 		}
 	}
 	if !slices.Contains([]string{"", "debug", "info", "warn", "error"}, c.Log.Level) {

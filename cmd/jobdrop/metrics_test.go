@@ -166,7 +166,7 @@ func TestMetricsHealthAndReadiness(t *testing.T) {
 		code, _ := in.readyz()
 		return code == http.StatusOK
 	})
-	if _, r := in.readyz(); !r.Ready || len(r.Checks) != 5 || r.Checks["data_dir"] != "ok" {
+	if _, r := in.readyz(); !r.Ready || len(r.Checks) != 6 || r.Checks["data_dir"] != "ok" || r.Checks["folders"] != "ok" {
 		t.Errorf("/readyz once ready: %+v", r)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/metrics"
 	"github.com/jobdrop/jobdrop/internal/store"
+	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
 )
 
@@ -60,20 +62,121 @@ func countRecorded(m *metrics.Metrics) func(store.Progress) {
 	}
 }
 
-// recorderNotice warns the console's pages when what they show is less
-// than what Kafka holds: the database is being rebuilt, or cannot take
-// what the recorder reads.
-func recorderNotice(rec *store.Recorder) func() string {
+// consoleNotice warns the console's pages of what an operator must know
+// whatever page is open: what they show is less than what Kafka holds
+// (the database is being rebuilt, or cannot take what the recorder
+// reads), or a folder is stalled or slow.
+func consoleNotice(rec *store.Recorder, folders folderWatch) func() string {
 	return func() string {
+		var parts []string
 		err := rec.Err()
 		switch {
 		case errors.Is(err, store.ErrRebuilding):
-			return "The console's database is being rebuilt from Kafka: this page shows only part of what there is until it is done."
+			parts = append(parts, "The console's database is being rebuilt from Kafka: this page shows only part of what there is until it is done.")
 		case err != nil:
-			return "The console cannot store what it reads from Kafka (" + err.Error() + "): this page may be behind."
+			parts = append(parts, "The console cannot store what it reads from Kafka ("+err.Error()+"): this page may be behind.")
 		}
-		return ""
+		if n := folders.notice(); n != "" {
+			parts = append(parts, n)
+		}
+		return strings.Join(parts, " ")
 	}
+}
+
+// folderWatch judges what the watched folders do, for the readiness
+// check, the metrics and the console's notice.
+type folderWatch struct {
+	status     func() []watcher.FolderStatus
+	now        func() time.Time
+	stallAfter time.Duration
+	slowAfter  time.Duration
+}
+
+func newFolderWatch(cfg WatcherConfig, status func() []watcher.FolderStatus) folderWatch {
+	return folderWatch{status: status, now: time.Now,
+		stallAfter: cmp.Or(cfg.StallAfter, time.Minute), slowAfter: cmp.Or(cfg.SlowAfter, 10*time.Minute)}
+}
+
+// judged is what folderWatch finds of the folders at one moment.
+type judged struct {
+	stalled []string // why each stalled folder is
+	slow    []string // files in .processing/ for longer than slowAfter
+	gauges  metrics.Folders
+}
+
+func (fw folderWatch) judge() judged {
+	var j judged
+	now := fw.now()
+	for _, s := range fw.status() {
+		j.gauges.Queued += s.Queued
+		if s.File != "" {
+			j.gauges.OldestProcessing = max(j.gauges.OldestProcessing, now.Sub(s.Since))
+		}
+		switch {
+		case s.Problem != "":
+			j.stalled = append(j.stalled, fmt.Sprintf("folder %s cannot be watched: %s", s.Dir, s.Problem))
+		case stalledFor(s, now) >= fw.stallAfter:
+			what, why := s.File, "no headway"
+			if what == "" {
+				what = "a refused entry"
+			}
+			if s.Retrying != nil {
+				why = s.Retrying.Error()
+			}
+			j.stalled = append(j.stalled, fmt.Sprintf("folder %s stalled for %s on %s, %d more files waiting: %s",
+				s.Dir, stalledFor(s, now).Round(time.Second), what, s.Queued, why))
+		case s.File != "" && now.Sub(s.Since) >= fw.slowAfter:
+			j.slow = append(j.slow, fmt.Sprintf("%s has been in %s/%s for %s", s.File, s.Dir, watcher.ProcessingDir,
+				now.Sub(s.Since).Round(time.Second)))
+		}
+	}
+	j.gauges.Stalled = len(j.stalled)
+	return j
+}
+
+// stalledFor is how long a folder has made no headway: with the file it
+// handles since its claim or its last progress, whichever is later, or
+// with a refused entry it cannot move since the first failure.
+func stalledFor(s watcher.FolderStatus, now time.Time) time.Duration {
+	switch {
+	case s.File != "":
+		return now.Sub(later(s.Since, s.LastProgress))
+	case s.Retrying != nil:
+		return now.Sub(s.RetryingSince)
+	}
+	return 0
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// check is the readiness check of the folders: a stalled one means the
+// node cannot do its job.
+func (fw folderWatch) check() error {
+	if j := fw.judge(); len(j.stalled) > 0 {
+		return errors.New(strings.Join(j.stalled, "; "))
+	}
+	return nil
+}
+
+// gauges feeds metrics.ObserveFolders.
+func (fw folderWatch) gauges() metrics.Folders { return fw.judge().gauges }
+
+// notice is what the console says of the folders above every page.
+func (fw folderWatch) notice() string {
+	j := fw.judge()
+	var parts []string
+	if len(j.stalled) > 0 {
+		parts = append(parts, "Stalled: "+strings.Join(j.stalled, "; ")+".")
+	}
+	if len(j.slow) > 0 {
+		parts = append(parts, "Slow: "+strings.Join(j.slow, "; ")+".")
+	}
+	return strings.Join(parts, " ")
 }
 
 // readiness says whether this node is ready: the brokers answer, jobdrop's
@@ -87,16 +190,18 @@ type readiness struct {
 	group    string
 	clients  *metrics.KafkaClients
 	recorder interface{ Err() error }
+	folders  folderWatch
 	dataDir  string
 	// caughtUp is set once the recorder has stored everything committed
 	// before this node started.
 	caughtUp atomic.Bool
 }
 
-func newReadiness(cfg Config, admin *kgo.Client, clients *metrics.KafkaClients, rec *store.Recorder) *readiness {
+func newReadiness(cfg Config, admin *kgo.Client, clients *metrics.KafkaClients, rec *store.Recorder, folders folderWatch) *readiness {
 	return &readiness{
-		admin:  admin,
-		topics: cfg.Topics.All(),
+		folders: folders,
+		admin:   admin,
+		topics:  cfg.Topics.All(),
 		// Empty means the engine's default group.
 		group:    cmp.Or(cfg.Scheduler.Group, "jobdrop-scheduler"),
 		clients:  clients,
@@ -131,6 +236,7 @@ func (r *readiness) checks(ctx context.Context) []web.ReadyCheck {
 		{Name: "topics", Err: topicsErr},
 		{Name: "recorder", Err: recorderErr},
 		{Name: "scheduler", Err: schedulerErr},
+		{Name: "folders", Err: r.folders.check()},
 		{Name: "data_dir", Err: writable(r.dataDir)},
 	}
 }

@@ -173,6 +173,7 @@ func (p *pipeline) handle(ctx context.Context, f watcher.File) error {
 	}
 	file := folder.file(f.Path, f.Name, f.Dir)
 	file.Arrival = record.ArrivalID(f.Dir, f.Name)
+	file.Progress = f.Progress
 	res, err := p.inj.Inject(ctx, file, conv, folder.Options)
 	if res.Batch.ID != "" {
 		p.mu.Lock()

@@ -55,7 +55,22 @@ type Metrics struct {
 	executions   *prometheus.CounterVec
 	recorderLag  prometheus.Gauge
 
-	activeOnce sync.Once
+	activeOnce  sync.Once
+	foldersOnce sync.Once
+}
+
+// Folders is what the watched folders of a node are doing, read at every
+// scrape by ObserveFolders.
+type Folders struct {
+	// Stalled counts the folders that retried one file for a reason
+	// outside it for longer than the node's stall threshold, or that
+	// cannot be watched.
+	Stalled int
+	// Queued counts the stable files waiting for their turn.
+	Queued int
+	// OldestProcessing is how long the oldest file being handled has
+	// been in .processing/; zero when none is.
+	OldestProcessing time.Duration
 }
 
 // New registers every metric, the Go runtime's and the process's
@@ -190,6 +205,28 @@ func (m *Metrics) ObserveActiveTasks(active func() int64) {
 			Namespace: Namespace, Name: "active_tasks",
 			Help: "Tasks of the input partitions this node's scheduler owns, as of their last committed transaction; sum over nodes for the cluster's total.",
 		}, func() float64 { return float64(active()) }))
+	})
+}
+
+// ObserveFolders exposes jobdrop_folders_stalled, jobdrop_files_queued and
+// jobdrop_processing_oldest_seconds, read from folders at every scrape.
+// Only the first call has an effect.
+func (m *Metrics) ObserveFolders(folders func() Folders) {
+	m.foldersOnce.Do(func() {
+		for _, g := range []struct {
+			name, help string
+			value      func(Folders) float64
+		}{
+			{"folders_stalled", "Watched folders of this node that are stalled: retrying one file for a reason outside it (brokers unreachable or refusing writes, a full disk) for longer than watcher.stall_after, or that cannot be watched. Their later files wait; /readyz fails naming them.",
+				func(f Folders) float64 { return float64(f.Stalled) }},
+			{"files_queued", "Files of this node's watched folders found stable and waiting for their turn.",
+				func(f Folders) float64 { return float64(f.Queued) }},
+			{"processing_oldest_seconds", "How long the oldest file this node is handling has been in .processing/; 0 when none is.",
+				func(f Folders) float64 { return f.OldestProcessing.Seconds() }},
+		} {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: g.name, Help: g.help},
+				func() float64 { return g.value(folders()) }))
+		}
 	})
 }
 

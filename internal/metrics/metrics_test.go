@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -12,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 )
@@ -108,10 +110,7 @@ func metricNames(expr string) []string {
 // variable, every name its queries read is one the registry exposes, and
 // every jobdrop metric of our own has a panel.
 func TestDashboardUsesExposedMetrics(t *testing.T) {
-	m := New()
-	m.ObserveActiveTasks(func() int64 { return 0 })
-	traffic(t, m)
-	exposed := gather(t, m)
+	exposed := exposedMetrics(t)
 
 	b, err := os.ReadFile("../../docs/grafana/jobdrop.json")
 	if err != nil {
@@ -150,6 +149,67 @@ func TestDashboardUsesExposedMetrics(t *testing.T) {
 		}
 	}
 
+	used := checkExprs(t, exposed, exprs)
+	for name := range exposed {
+		if strings.HasPrefix(name, Namespace+"_") && !strings.HasPrefix(name, kafkaNamespace+"_") && !used[name] {
+			t.Errorf("the dashboard shows nothing of %s", name)
+		}
+	}
+}
+
+// exposedMetrics is every metric a node exposes once it has seen traffic.
+func exposedMetrics(t *testing.T) map[string]*dto.MetricFamily {
+	m := New()
+	m.ObserveActiveTasks(func() int64 { return 0 })
+	m.ObserveFolders(func() Folders { return Folders{} })
+	traffic(t, m)
+	return gather(t, m)
+}
+
+// TestAlertRulesUseExposedMetrics keeps deploy/alerts.yaml in step with the
+// metrics: it parses as a Prometheus rule file, every rule has a name and
+// an expression, and every name its expressions read is exposed.
+func TestAlertRulesUseExposedMetrics(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				For         string            `yaml:"for"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rules); err != nil {
+		t.Fatalf("alerts.yaml: %v", err)
+	}
+	var exprs []string
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" || r.Expr == "" || r.Annotations["summary"] == "" {
+				t.Errorf("group %s: rule %+v lacks a name, an expression or a summary", g.Name, r)
+			}
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	if len(exprs) == 0 {
+		t.Fatal("alerts.yaml holds no rule")
+	}
+	checkExprs(t, exposedMetrics(t), exprs)
+}
+
+// checkExprs checks that every metric the PromQL expressions read is
+// exposed, histograms through their series, and returns the families
+// read.
+func checkExprs(t *testing.T, exposed map[string]*dto.MetricFamily, exprs []string) map[string]bool {
+	t.Helper()
 	used := map[string]bool{}
 	for _, e := range exprs {
 		names := metricNames(e)
@@ -175,11 +235,7 @@ func TestDashboardUsesExposedMetrics(t *testing.T) {
 			used[family] = true
 		}
 	}
-	for name := range exposed {
-		if strings.HasPrefix(name, Namespace+"_") && !strings.HasPrefix(name, kafkaNamespace+"_") && !used[name] {
-			t.Errorf("the dashboard shows nothing of %s", name)
-		}
-	}
+	return used
 }
 
 func TestMetricNamesOfPromQL(t *testing.T) {
