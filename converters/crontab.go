@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -25,9 +28,11 @@ import (
 // TZ sets their time zone, others are passed in data as env.VAR.
 //
 // A task is named by a "# name: NAME" comment on the line just before it;
-// otherwise by its line number and a short hash of its command
-// (line-12-3f2a9c1d), which changes when lines move: name tasks whose
-// history matters.
+// otherwise by its command: the program's base name and a short hash of
+// the user and the whole command (backup-sh-3f2a9c1d), so that moving a
+// line or changing its schedule keeps the task, and its history, and a
+// crontab dropped again becomes updates of the same tasks. Lines with
+// the same command take -2, -3… after the first, in file order.
 //
 // The zero value is ready to use.
 type Crontab struct{}
@@ -79,6 +84,7 @@ func (Crontab) ConvertReader(ctx context.Context, file string, r io.Reader, opts
 	timezone := defaults.Timezone
 	env := map[string]string{}
 	name := "" // from a "# name:" comment on the line before
+	names := map[string]int{} // derived names given so far
 	n := 0
 	for line := 1; ; line++ {
 		if line%64 == 0 {
@@ -169,8 +175,10 @@ func (Crontab) ConvertReader(ctx context.Context, file string, r io.Reader, opts
 			continue
 		}
 		if prevName == "" {
-			sum := sha256.Sum256([]byte(user + "\x00" + command))
-			prevName = fmt.Sprintf("line-%d-%s", line, hex.EncodeToString(sum[:4]))
+			prevName = commandName(user, command)
+			if names[prevName]++; names[prevName] > 1 {
+				prevName += "-" + strconv.Itoa(names[prevName])
+			}
 		}
 		d := task.Definition{
 			Host: defaults.Host, Name: prevName, Action: action, Topic: defaults.Topic,
@@ -255,4 +263,49 @@ func splitSchedule(s string) (string, string, error) {
 		rest = rest[i:]
 	}
 	return strings.Join(fields[:5], " "), rest, nil
+}
+
+// interpreters run the script named after them: a task is named by the
+// script rather than by them.
+var interpreters = map[string]bool{"sh": true, "bash": true, "php": true, "python": true, "python3": true,
+	"perl": true, "ruby": true, "node": true, "java": true, "env": true, "nice": true, "sudo": true}
+
+// commandName names the task of a crontab line by its command: the base
+// name of the program it runs (of the script, for an interpreter), made
+// of letters, digits and dashes, and
+// the first 8 hex digits of the SHA-256 of user and command.
+func commandName(user, command string) string {
+	sum := sha256.Sum256([]byte(user + "\x00" + command))
+	words := strings.Fields(command)
+	prog := ""
+	for i, w := range words {
+		base := path.Base(strings.Trim(w, `"'`))
+		if prog == "" || interpreters[prog] && !strings.HasPrefix(w, "-") {
+			prog = base
+		}
+		if !interpreters[prog] || i >= 3 {
+			break
+		}
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(prog) {
+		ok := r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r))
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	slug := strings.Trim(b.String(), "-")
+	if slug == "" {
+		slug = "cron"
+	}
+	return slug + "-" + hex.EncodeToString(sum[:4])
 }
