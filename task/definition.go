@@ -119,9 +119,13 @@ type Definition struct {
 	Start     *int64            `json:"start"`
 	Data      map[string]string `json:"data"`
 
-	// Cron is a 5-field (minute precision) or 6-field (leading seconds)
-	// cron expression; it replaces Frequency.
+	// Cron is a cron expression, read in CronDialect; it replaces
+	// Frequency.
 	Cron string `json:"cron,omitempty"`
+	// CronDialect says how Cron is read: unix, quartz or spring. Empty
+	// or auto picks one from the expression (see Dialect), so converters
+	// write the dialect they resolved and the task keeps it.
+	CronDialect Dialect `json:"cronDialect,omitempty"`
 	// Timezone is the IANA zone Cron is evaluated in. Defaults to UTC.
 	Timezone string `json:"timezone,omitempty"`
 	// End is the last possible fire time, epoch milliseconds.
@@ -180,6 +184,11 @@ func (d *Definition) When() string {
 	switch {
 	case d.Cron != "":
 		s = "cron " + d.Cron
+		if dialect := d.Dialect(); dialect != DialectUnix {
+			// Name the dialect where the numbers mean something else
+			// than cron's: "quartz cron 0 0 12 ? * 2-6".
+			s = string(dialect) + " " + s
+		}
 		if d.Timezone != "" {
 			s += " (" + d.Timezone + ")"
 		}

@@ -46,7 +46,7 @@ func (d *Definition) NextFire(anchor, after int64) (next int64, ok bool) {
 func (d *Definition) rawNext(anchor, after int64) (int64, bool) {
 	switch {
 	case d.Cron != "":
-		t, ok := cronNext(d.Cron, d.location(), Time(max(after, anchor-1)))
+		t, ok := d.cronNextIn(Time(max(after, anchor-1)))
 		return t.UnixMilli(), ok
 	case d.Frequency != nil:
 		p := d.Frequency.Period().Milliseconds()

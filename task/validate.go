@@ -80,8 +80,20 @@ func (d *Definition) Validate() error {
 			bad("timezone", d.Timezone, "must be an IANA time zone such as Europe/Paris")
 		}
 	}
-	if d.Cron != "" && !gronx.IsValid(d.Cron) {
-		bad("cron", d.Cron, cronProblem(d.Cron))
+	if _, err := ParseDialect(string(d.CronDialect)); err != nil {
+		bad("cronDialect", string(d.CronDialect), "must be unix, quartz, spring or auto")
+	}
+	if d.Cron != "" {
+		switch dialect := d.Dialect(); dialect {
+		case DialectQuartz, DialectSpring:
+			if _, err := parseCalendar(dialect, d.Cron); err != nil {
+				bad("cron", d.Cron, dialectCronProblem(dialect, err))
+			}
+		default:
+			if !gronx.IsValid(d.Cron) {
+				bad("cron", d.Cron, cronProblem(d.Cron))
+			}
+		}
 	}
 	if d.Start != nil && *d.Start < 0 {
 		bad("start", fmt.Sprint(*d.Start), "must be epoch milliseconds after 1970")
