@@ -56,46 +56,7 @@ type State struct {
 	Source   Source `json:"source"`
 	// UpdatedAt is when the engine last wrote this record.
 	UpdatedAt int64 `json:"updatedAt"`
-	// Fault is set while an occurrence of the task is refused by the
-	// brokers for a reason of the task's own, and once the engine's fault
-	// policy paused the task for it. Any command on the task clears it.
-	Fault *Fault `json:"fault,omitempty"`
 }
-
-// Fault is an occurrence whose fired event the brokers refused for a
-// reason of its task's own (too large for its target topic, a target
-// topic missing or not authorised, a policy violation): the occurrence the
-// engine fires again, or the reason it paused the task.
-type Fault struct {
-	// Occurrence is the scheduled time of the refused occurrence; it keeps
-	// its fire id through every attempt.
-	Occurrence int64 `json:"occurrence"`
-	// Attempts counts the refused attempts at firing it.
-	Attempts int `json:"attempts"`
-	// Reason is the brokers' answer to the last attempt.
-	Reason string `json:"reason"`
-	// At is when the last attempt was refused.
-	At int64 `json:"at"`
-	// RetryAt is when the next attempt is due (the state's NextFire too);
-	// zero once the task is paused.
-	RetryAt int64 `json:"retryAt,omitempty"`
-	// Paused is set when the fault policy paused the task after its last
-	// attempt: the definition then says active: false.
-	Paused bool `json:"paused,omitempty"`
-}
-
-// Description says what the fault means for the task, for people:
-// "paused by fault policy: REASON" or "fire refused (attempt 2): REASON".
-func (f *Fault) Description() string {
-	if f.Paused {
-		return PausedByFaultPolicy + ": " + f.Reason
-	}
-	return "fire refused (attempt " + strconv.Itoa(f.Attempts) + "): " + f.Reason
-}
-
-// PausedByFaultPolicy opens the description of a task the engine paused
-// because its fires kept being refused.
-const PausedByFaultPolicy = "paused by fault policy"
 
 // Fired is the value of an event on a task's target topic.
 type Fired struct {
@@ -170,13 +131,8 @@ const (
 	ActionTaskCompleted  = "task.completed"
 	ActionTaskTriggered  = "task.triggered"
 	ActionTaskPaused     = "task.paused"
-	// An occurrence's fired event refused by the brokers for a reason of
-	// its task's own (outcome failed, the brokers' answer in the detail),
-	// and a refused occurrence fired on a later attempt.
-	ActionTaskFireRefused = "task.fire_refused"
-	ActionTaskFireRetried = "task.fire_retried"
-	ActionTaskResumed     = "task.resumed"
-	ActionTaskRejected    = "task.rejected"
+	ActionTaskResumed    = "task.resumed"
+	ActionTaskRejected   = "task.rejected"
 	// A request refused: wrong role, or a cross-origin write.
 	ActionAccessDenied = "access.denied"
 	// A node started, and had read everything committed before.
@@ -194,7 +150,6 @@ const (
 	OutcomeOK       = "ok"
 	OutcomeRejected = "rejected"
 	OutcomeNoChange = "unchanged"
-	OutcomeFailed   = "failed"
 )
 
 // Audit is one event of the audit trail: who did what to which object, when,
