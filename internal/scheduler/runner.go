@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/backoff"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
@@ -84,6 +85,7 @@ type runner struct {
 	crashed bool // set by testHookBeforeCommit
 
 	active atomic.Int64 // tasks held, as of the last commit
+	paused atomic.Int64 // of them, paused by the fault policy
 }
 
 func newRunner(e *Engine, p int32) *runner {
@@ -103,10 +105,12 @@ func (r *runner) stop() {
 	<-r.done
 }
 
+// restartWait spaces the sessions of a runner that keeps failing.
+var restartWait = backoff.Exponential{First: 100 * time.Millisecond, Max: 10 * time.Second}
+
 func (r *runner) run(ctx context.Context) {
 	defer close(r.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
+	for failures := 1; ctx.Err() == nil; failures++ {
 		err := r.session(ctx)
 		if errors.Is(err, errCrashed) {
 			return // a dead process ends nothing and closes nothing
@@ -122,13 +126,13 @@ func (r *runner) run(ctx context.Context) {
 			r.log.Warn("partition taken over by another instance; stopping", "err", err)
 			return
 		}
-		r.log.Error("runner failed; restoring the partition again", "err", err, "retry_in", backoff)
+		wait := restartWait.Wait(failures)
+		r.log.Error("runner failed; restoring the partition again", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, 10*time.Second)
 	}
 }
 
@@ -155,6 +159,11 @@ func (r *runner) session(ctx context.Context) error {
 		kgo.TransactionTimeout(30 * time.Second),
 		kgo.RecordPartitioner(statePartitioner{state: cfg.Topics.State, other: kgo.StickyKeyPartitioner(nil)}),
 		kgo.ProducerBatchMaxBytes(1 << 20),
+		// A target topic the brokers do not know is asked for once more
+		// (a topic just created may not be known everywhere yet), then
+		// the fire is refused: kgo's default of 4 tries held the whole
+		// transaction for 15 s.
+		kgo.UnknownTopicRetries(1),
 	}, cfg.ClientOpts...)...)
 	if err != nil {
 		return err
@@ -176,6 +185,7 @@ func (r *runner) session(ctx context.Context) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	r.active.Store(int64(r.tasks.n))
+	r.paused.Store(int64(r.tasks.paused))
 	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "took_ms", time.Since(start).Milliseconds())
 	r.cons.RemoveConsumePartitions(map[string][]int32{cfg.Topics.State: {r.p}})
 	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)}})
@@ -391,7 +401,39 @@ type fire struct {
 	partition int32
 	offset    int64
 	triggered bool
-	err       error // the target could not be written
+	err       error // what writing the event answered in the last attempt
+
+	// before is the task as it was before this fire, for a scheduled
+	// fire: what a refusal puts back.
+	before *before
+	// retried is the refused occurrence this fire attempts again.
+	retried *record.Fault
+	// suspect marks a fire refused together with others of its target
+	// partition: it is written alone, to learn whether it is refused on
+	// its own.
+	suspect bool
+	// refused is set once the fire is known refused for its task's own
+	// reason: it is not written again in this transaction.
+	refused *refusal
+}
+
+// before is a task's slot and fault before a scheduled fire changed them.
+type before struct {
+	slot  slot
+	fault *record.Fault
+}
+
+// refusal is what becomes of a fire refused for its task's own reason.
+type refusal struct {
+	reason string // the brokers' answer
+	code   string // its error code, for the metrics
+	// fault is the task's fault after the refusal: the occurrence fired
+	// again later, or the pause; nil for a trigger, which is not retried.
+	fault *record.Fault
+	// dropped marks a later fire of a task refused earlier in this
+	// transaction: it is written nowhere, and comes again once the
+	// refused occurrence goes through.
+	dropped bool
 }
 
 func (f *fire) name() string { return f.key[len(f.shape.Host)+1:] }
@@ -410,8 +452,17 @@ func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, 
 	return f
 }
 
+// errRefused ends an attempt at a transaction in which the brokers refused
+// fired events for their tasks' own reasons: it is aborted, and written
+// again without them.
+var errRefused = errors.New("fired events refused")
+
 // commit applies cmds and fires the tasks due at now in one transaction.
-// On failure the in-memory state may be ahead of Kafka; the caller restores.
+// A fired event the brokers refuse for its task's own reason costs an
+// aborted attempt: the transaction is written again without it, with the
+// occurrence recorded FAILED and its task following Config.Refused, so the
+// other tasks of the partition fire on time. On any other failure the
+// in-memory state may be ahead of Kafka; the caller restores.
 func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) error {
 	t := r.tasks
 	c := newChange()
@@ -436,9 +487,23 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		}
 		key := string(k)
 		s := t.at(i)
-		at, fire, following, more := t.shape(i).Plan(s.anchor, s.nextFire, now)
+		b := &before{slot: *s}
+		var at, following int64
+		var fire, more bool
+		if f, ok := t.fault(i); ok && !f.Paused {
+			// The refused occurrence again, with its own fire id: the
+			// task's later occurrences wait behind it.
+			b.fault = &f
+			at, fire = f.Occurrence, true
+			following, more = t.shape(i).NextFire(s.anchor, at)
+			t.setFault(i, nil)
+		} else {
+			at, fire, following, more = t.shape(i).Plan(s.anchor, s.nextFire, now)
+		}
 		if fire {
-			c.fires = append(c.fires, r.newFire(ctx, i, key, data, at))
+			f := r.newFire(ctx, i, key, data, at)
+			f.before, f.retried = b, b.fault
+			c.fires = append(c.fires, f)
 			s.lastFire = at
 		}
 		if more {
@@ -450,112 +515,333 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		}
 	}
 
-	fires := c.fires
-	err := r.transact(ctx, func(produce func(*kgo.Record)) error {
-		for _, f := range fires {
-			if f.err != nil {
-				continue
-			}
-			f := f
-			d, name := f.shape, f.name()
-			v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
-				FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
-			r.prod.Produce(ctx, &kgo.Record{
-				Topic: d.Topic, Key: []byte(f.key), Value: v,
-				Headers: []kgo.RecordHeader{
-					{Key: record.HeaderFireHost, Value: []byte(d.Host)},
-					{Key: record.HeaderFireName, Value: []byte(name)},
-					{Key: record.HeaderFireID, Value: []byte(f.fireID)},
-					{Key: record.HeaderFireScheduled, Value: []byte(strconv.FormatInt(f.scheduled, 10))},
-				},
-			}, func(rec *kgo.Record, err error) {
-				f.partition, f.offset, f.err = rec.Partition, rec.Offset, err
-			})
+	// Targets found unusable before anything is written are refused
+	// at once.
+	if err := r.holdRefused(c, now); err != nil {
+		return err
+	}
+	var err error
+	for {
+		err = r.transact(ctx, func(produce func(*kgo.Record)) error {
+			return r.write(ctx, c, now, next, produce)
+		})
+		if !errors.Is(err, errRefused) {
+			break
 		}
-		// The execution records carry the target offsets, known once the
-		// events are written.
-		if len(fires) > 0 {
-			if err := r.prod.Flush(ctx); err != nil {
-				return err
-			}
+		if err := r.holdRefused(c, now); err != nil {
+			return err
 		}
-		for _, f := range fires {
-			d := f.shape
-			if f.err != nil && !isTargetProblem(f.err) {
-				return f.err // a broker failure: abort, restore, fire again
-			}
-			x := record.Execution{FireID: f.fireID, Host: d.Host, Name: f.name(), Topic: d.Topic,
-				Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.src.batch,
-				Timeout: d.Timeout}
-			if f.err != nil {
-				x.Partition, x.Offset = -1, -1
-			}
-			v := encode(x)
-			produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: v})
-			if f.err != nil {
-				s := encode(record.Status{FireID: f.fireID, Status: record.StatusFailed, Message: f.err.Error(), Worker: "scheduler", At: now})
-				produce(&kgo.Record{Topic: r.e.cfg.Topics.Status, Key: []byte(f.fireID), Value: s})
-			}
-		}
-		for i := range c.dirty {
-			k, data, err := t.read(i)
-			if err != nil {
-				return err
-			}
-			key := string(k)
-			produce(r.stateRecord(key, encodeState(t.state(i, key, now), data)))
-		}
-		for key, e := range c.ended {
-			if e.final != nil {
-				produce(r.stateRecord(key, e.final))
-			}
-			rec := r.stateRecord(key, nil)
-			rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(e.reason)}}
-			produce(rec)
-		}
-		for _, a := range c.audits {
-			produce(a)
-		}
-		if next != r.next {
-			v := encode(checkpoint{InputOffset: next})
-			produce(r.stateRecord(keyCheckpoint, v))
-		}
-		if hook := testHookBeforeCommit; hook != nil && len(fires) > 0 && hook(r.p, len(fires)) {
-			r.crashed = true
-		}
-		return nil
-	})
+	}
 	if err != nil {
-		for _, f := range fires {
-			if f.err != nil && isTargetProblem(f.err) && !errors.Is(f.err, errTarget) {
-				r.e.cfg.Targets.Forget(f.shape.Topic)
-			}
-		}
 		return err
 	}
 	r.next = next
 	r.active.Store(int64(t.n))
+	r.paused.Store(int64(t.paused))
 	if err := t.compact(); err != nil {
 		return err
 	}
-	if hook := r.e.cfg.OnCommit; hook != nil && len(fires) > 0 {
-		at := time.Now()
-		scheduled := make([]int64, len(fires))
-		for i, f := range fires {
-			scheduled[i] = f.scheduled
+	var scheduled []int64
+	for _, f := range c.fires {
+		switch {
+		case f.refused == nil:
+			scheduled = append(scheduled, f.scheduled)
+		case !f.refused.dropped:
+			r.log.Warn("fired event refused", "task", f.key, "fire_id", f.fireID, "err", f.refused.reason,
+				"outcome", f.refused.message(r.e.cfg.Refused.Attempts))
+			if hook := r.e.cfg.OnRefused; hook != nil {
+				hook(f.refused.code)
+			}
 		}
-		hook(scheduled, at)
+	}
+	if hook := r.e.cfg.OnCommit; hook != nil && len(scheduled) > 0 {
+		hook(scheduled, time.Now())
 	}
 	return nil
 }
 
-// isTargetProblem tells a target topic that cannot be written (missing,
-// forbidden) from a failure of the brokers.
-func isTargetProblem(err error) bool {
-	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.InvalidTopicException) || errors.Is(err, kerr.MessageTooLarge) ||
-		errors.Is(err, kerr.RecordListTooLarge) || errors.Is(err, errTarget)
+// write produces one attempt at the transaction of change c: the fired
+// events, then the execution records (which carry the events' offsets),
+// the state, the audit events and the input checkpoint next. It returns
+// errRefused when the brokers refused fired events for their tasks' own
+// reasons, and the error of any other refusal (the cluster's fault).
+func (r *runner) write(ctx context.Context, c *change, now, next int64, produce func(*kgo.Record)) error {
+	t := r.tasks
+	for _, f := range c.fires {
+		if f.refused == nil {
+			f.err = nil
+		}
+	}
+	// Suspects first, one at a time: each is alone in its batch, so a
+	// refusal is its own.
+	for _, f := range c.fires {
+		if f.refused != nil || !f.suspect {
+			continue
+		}
+		rec := r.event(f, now)
+		f.err = r.prod.ProduceSync(ctx, rec).FirstErr()
+		f.partition, f.offset = rec.Partition, rec.Offset
+		if f.err != nil {
+			return refusedOr(f.err)
+		}
+	}
+	written := 0
+	for _, f := range c.fires {
+		if f.refused != nil || f.suspect {
+			continue
+		}
+		written++
+		r.prod.Produce(ctx, r.event(f, now), func(rec *kgo.Record, err error) {
+			f.partition, f.offset, f.err = rec.Partition, rec.Offset, err
+		})
+	}
+	if written > 0 {
+		if err := r.prod.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	refused := false
+	for _, f := range c.fires {
+		if f.refused == nil && f.err != nil {
+			if err := refusedOr(f.err); !errors.Is(err, errRefused) {
+				return err // the cluster's fault: abort, restore, fire again
+			}
+			refused = true
+		}
+	}
+	if refused {
+		return errRefused
+	}
+	for _, f := range c.fires {
+		if f.refused != nil && f.refused.dropped {
+			continue
+		}
+		d := f.shape
+		x := record.Execution{FireID: f.fireID, Host: d.Host, Name: f.name(), Topic: d.Topic,
+			Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.src.batch,
+			Timeout: d.Timeout}
+		if f.refused != nil {
+			x.Partition, x.Offset = -1, -1
+		}
+		produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: encode(x)})
+		switch {
+		case f.refused != nil:
+			s := encode(record.Status{FireID: f.fireID, Status: record.StatusFailed, Message: f.refused.message(r.e.cfg.Refused.Attempts),
+				Worker: "scheduler", At: now})
+			produce(&kgo.Record{Topic: r.e.cfg.Topics.Status, Key: []byte(f.fireID), Value: s})
+		case f.retried != nil && f.retried.Occurrence == f.scheduled:
+			produce(r.engineAudit(record.ActionTaskFireRetried, f.key, f.fireID, record.OutcomeOK,
+				fmt.Sprintf("occurrence %s fired on attempt %d", formatMillis(f.scheduled), f.retried.Attempts+1), now))
+		}
+	}
+	for i := range c.dirty {
+		k, data, err := t.read(i)
+		if err != nil {
+			return err
+		}
+		key := string(k)
+		produce(r.stateRecord(key, encodeState(t.state(i, key, now), data)))
+	}
+	for key, e := range c.ended {
+		if e.final != nil {
+			produce(r.stateRecord(key, e.final))
+		}
+		rec := r.stateRecord(key, nil)
+		rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(e.reason)}}
+		produce(rec)
+	}
+	for _, a := range c.audits {
+		produce(a)
+	}
+	if next != r.next {
+		v := encode(checkpoint{InputOffset: next})
+		produce(r.stateRecord(keyCheckpoint, v))
+	}
+	if hook := testHookBeforeCommit; hook != nil && len(c.fires) > 0 && hook(r.p, len(c.fires)) {
+		r.crashed = true
+	}
+	return nil
 }
+
+// event is the record of fire f fired at now, for its target topic.
+func (r *runner) event(f *fire, now int64) *kgo.Record {
+	d, name := f.shape, f.name()
+	v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
+		FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
+	return &kgo.Record{
+		Topic: d.Topic, Key: []byte(f.key), Value: v,
+		Headers: []kgo.RecordHeader{
+			{Key: record.HeaderFireHost, Value: []byte(d.Host)},
+			{Key: record.HeaderFireName, Value: []byte(name)},
+			{Key: record.HeaderFireID, Value: []byte(f.fireID)},
+			{Key: record.HeaderFireScheduled, Value: []byte(strconv.FormatInt(f.scheduled, 10))},
+		},
+	}
+}
+
+// refusedOr is errRefused when err, the answer to a fired event, is its
+// task's own fault, and err itself when it is the cluster's.
+func refusedOr(err error) error {
+	if errors.Is(err, errTarget) || kafka.RecordFault(err) {
+		return errRefused
+	}
+	return err
+}
+
+// holdRefused settles the fires of c refused in the last attempt for
+// their tasks' own reasons. A refusal is known to be a fire's own when it
+// was written alone (a suspect), when it is about its target topic, or
+// when it is the only refusal of its target partition; otherwise the
+// brokers refused its whole batch, and every fire of it becomes a suspect,
+// written alone in the next attempt. A fire found at fault is held out of
+// the transaction: see refuse.
+func (r *runner) holdRefused(c *change, now int64) error {
+	type partition struct {
+		topic string
+		p     int32
+	}
+	batch := map[partition]int{}
+	for _, f := range c.fires {
+		if f.refused == nil && f.err != nil && !f.suspect {
+			batch[partition{f.shape.Topic, f.partition}]++
+		}
+	}
+	for _, f := range c.fires {
+		if f.refused != nil || f.err == nil {
+			continue
+		}
+		if !f.suspect && !errors.Is(f.err, errTarget) && !kafka.TopicFault(f.err) && batch[partition{f.shape.Topic, f.partition}] > 1 {
+			f.suspect = true
+			continue
+		}
+		if kafka.TopicFault(f.err) && !errors.Is(f.err, errTarget) {
+			r.e.cfg.Targets.Forget(f.shape.Topic) // asked again before its next fire
+		}
+		if err := r.refuse(c, f, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refuse holds fire f, refused for its task's own reason, out of the
+// transaction: the occurrence is recorded FAILED with the brokers' answer
+// and audited. A trigger ends there. A scheduled fire's task is put back
+// as it was before the fire, less the fires after it in this transaction,
+// and follows Config.Refused: the occurrence is fired again after a wait,
+// or, its attempts spent, the task is paused (its definition says active:
+// false, its state says why).
+func (r *runner) refuse(c *change, f *fire, now int64) error {
+	t := r.tasks
+	pol := r.e.cfg.Refused
+	ref := &refusal{reason: f.err.Error(), code: errorCode(f.err)}
+	f.refused = ref
+	i, exists, err := t.find(f.key)
+	if err != nil {
+		return err
+	}
+	if f.triggered {
+		// Asked for by hand, outside the schedule: not retried; the
+		// operator sees it FAILED and may trigger again.
+		if exists {
+			t.at(i).fireCount--
+			c.touch(i, f.key)
+		}
+		for _, g := range c.fires {
+			if g.key == f.key && g.before != nil {
+				g.before.slot.fireCount--
+			}
+		}
+		c.audits = append(c.audits, r.engineAudit(record.ActionTaskFireRefused, f.key, f.fireID, record.OutcomeFailed,
+			"triggered fire "+ref.message(0), now))
+		return nil
+	}
+	// The task's later fires of this transaction go with it.
+	later := false
+	for _, g := range c.fires {
+		if g == f {
+			later = true
+		} else if later && g.key == f.key && !g.triggered && g.refused == nil {
+			g.refused = &refusal{dropped: true}
+		}
+	}
+	b := f.before
+	if exists {
+		s := t.at(i)
+		s.nextFire, s.lastFire, s.fireCount = b.slot.nextFire, b.slot.lastFire, b.slot.fireCount
+	} else {
+		// The fire ended the task: it comes back.
+		d := *f.shape
+		d.Name = f.name()
+		if b.slot.hasStart {
+			d.Start = task.Ptr(b.slot.anchor)
+		}
+		st := record.State{Definition: d, Anchor: b.slot.anchor, NextFire: b.slot.nextFire,
+			LastFire: b.slot.lastFire, FireCount: b.slot.fireCount,
+			Source: record.Source{Batch: f.src.batch, File: f.src.file, Actor: f.src.actor, Row: int(b.slot.row)}}
+		if i, err = t.set(f.key, &d, &st, f.data); err != nil {
+			return err
+		}
+		delete(c.ended, f.key)
+	}
+	fault := record.Fault{Occurrence: f.scheduled, Attempts: 1, Reason: ref.reason, At: now}
+	if b.fault != nil && b.fault.Occurrence == f.scheduled {
+		fault.Attempts = b.fault.Attempts + 1
+	}
+	if fault.Attempts < pol.Attempts {
+		fault.RetryAt = now + pol.wait(fault.Attempts).Milliseconds()
+		t.at(i).nextFire = fault.RetryAt
+		t.schedule(i)
+	} else {
+		fault.Paused = true
+		d := t.definition(i, f.key)
+		d.Active = task.Ptr(false)
+		st := t.state(i, f.key, now)
+		st.NextFire = 0
+		if i, err = t.set(f.key, &d, &st, f.data); err != nil {
+			return err
+		}
+		t.unschedule(i)
+	}
+	t.setFault(i, &fault)
+	c.touch(i, f.key)
+	ref.fault = &fault
+	c.audits = append(c.audits, r.engineAudit(record.ActionTaskFireRefused, f.key, f.fireID, record.OutcomeFailed,
+		"occurrence "+formatMillis(f.scheduled)+" "+ref.message(pol.Attempts), now))
+	if fault.Paused {
+		c.audits = append(c.audits, r.engineAudit(record.ActionTaskPaused, f.key, f.fireID, record.OutcomeOK,
+			fault.Description(), now))
+	}
+	return nil
+}
+
+// message says what became of a refused fire, for its FAILED status and
+// its audit event: the brokers' answer, then the attempt and what comes
+// next, out of attempts.
+func (ref *refusal) message(attempts int) string {
+	msg := "refused by the brokers: " + ref.reason
+	switch f := ref.fault; {
+	case f == nil:
+	case f.Paused:
+		msg += fmt.Sprintf(" (attempt %d of %d: task %s)", f.Attempts, attempts, record.PausedByFaultPolicy)
+	default:
+		msg += fmt.Sprintf(" (attempt %d of %d; next attempt at %s)", f.Attempts, attempts, formatMillis(f.RetryAt))
+	}
+	return msg
+}
+
+// errorCode names the brokers' error in err, as the metrics count it:
+// TARGET_UNAVAILABLE when the target topic was found unusable before
+// anything was written.
+func errorCode(err error) string {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Message
+	}
+	return "TARGET_UNAVAILABLE"
+}
+
+func formatMillis(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
 
 var errTarget = errors.New("target topic unavailable")
 
@@ -705,6 +991,14 @@ func changeAction(old, d *task.Definition) string {
 		}
 	}
 	return record.ActionTaskUpdated
+}
+
+// engineAudit is an audit event of the engine's own doing to the task
+// with key, about its fire fireID, at now: the node is its actor.
+func (r *runner) engineAudit(action, key, fireID, outcome, detail string, now int64) *kgo.Record {
+	a := record.Audit{ID: action + ":" + fireID + ":" + strconv.FormatInt(now, 36), At: now,
+		Actor: r.e.cfg.Node, Action: action, Object: key, Outcome: outcome, Detail: detail}
+	return &kgo.Record{Topic: r.e.cfg.Topics.Audit, Key: []byte(a.Actor), Value: encode(a)}
 }
 
 func (r *runner) audit(src record.Source, action, object, outcome, detail string, at time.Time) *kgo.Record {
