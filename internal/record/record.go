@@ -56,7 +56,46 @@ type State struct {
 	Source   Source `json:"source"`
 	// UpdatedAt is when the engine last wrote this record.
 	UpdatedAt int64 `json:"updatedAt"`
+	// Fault is set while an occurrence of the task is refused by the
+	// brokers for a reason of the task's own, and once the engine's fault
+	// policy paused the task for it. Any command on the task clears it.
+	Fault *Fault `json:"fault,omitempty"`
 }
+
+// Fault is an occurrence whose fired event the brokers refused for a
+// reason of its task's own (too large for its target topic, a target
+// topic missing or not authorised, a policy violation): the occurrence the
+// engine fires again, or the reason it paused the task.
+type Fault struct {
+	// Occurrence is the scheduled time of the refused occurrence; it keeps
+	// its fire id through every attempt.
+	Occurrence int64 `json:"occurrence"`
+	// Attempts counts the refused attempts at firing it.
+	Attempts int `json:"attempts"`
+	// Reason is the brokers' answer to the last attempt.
+	Reason string `json:"reason"`
+	// At is when the last attempt was refused.
+	At int64 `json:"at"`
+	// RetryAt is when the next attempt is due (the state's NextFire too);
+	// zero once the task is paused.
+	RetryAt int64 `json:"retryAt,omitempty"`
+	// Paused is set when the fault policy paused the task after its last
+	// attempt: the definition then says active: false.
+	Paused bool `json:"paused,omitempty"`
+}
+
+// Description says what the fault means for the task, for people:
+// "paused by fault policy: REASON" or "fire refused (attempt 2): REASON".
+func (f *Fault) Description() string {
+	if f.Paused {
+		return PausedByFaultPolicy + ": " + f.Reason
+	}
+	return "fire refused (attempt " + strconv.Itoa(f.Attempts) + "): " + f.Reason
+}
+
+// PausedByFaultPolicy opens the description of a task the engine paused
+// because its fires kept being refused.
+const PausedByFaultPolicy = "paused by fault policy"
 
 // Fired is the value of an event on a task's target topic.
 type Fired struct {
@@ -125,14 +164,23 @@ const (
 	ActionFileRejected   = "file.rejected"
 	ActionFileDuplicate  = "file.duplicate"
 	ActionFileMoved      = "file.moved"
-	ActionTaskCreated    = "task.created"
-	ActionTaskUpdated    = "task.updated"
-	ActionTaskDeleted    = "task.deleted"
-	ActionTaskCompleted  = "task.completed"
-	ActionTaskTriggered  = "task.triggered"
-	ActionTaskPaused     = "task.paused"
-	ActionTaskResumed    = "task.resumed"
-	ActionTaskRejected   = "task.rejected"
+	// A file of a sync folder that would remove too much of its source
+	// waits in held/ for an operator's Apply (then injected) or Reject
+	// (then rejected).
+	ActionFileHeld      = "file.held"
+	ActionTaskCreated   = "task.created"
+	ActionTaskUpdated   = "task.updated"
+	ActionTaskDeleted   = "task.deleted"
+	ActionTaskCompleted = "task.completed"
+	ActionTaskTriggered = "task.triggered"
+	ActionTaskPaused    = "task.paused"
+	// An occurrence's fired event refused by the brokers for a reason of
+	// its task's own (outcome failed, the brokers' answer in the detail),
+	// and a refused occurrence fired on a later attempt.
+	ActionTaskFireRefused = "task.fire_refused"
+	ActionTaskFireRetried = "task.fire_retried"
+	ActionTaskResumed     = "task.resumed"
+	ActionTaskRejected    = "task.rejected"
 	// A request refused: wrong role, or a cross-origin write.
 	ActionAccessDenied = "access.denied"
 	// A node started, and had read everything committed before.
@@ -150,6 +198,7 @@ const (
 	OutcomeOK       = "ok"
 	OutcomeRejected = "rejected"
 	OutcomeNoChange = "unchanged"
+	OutcomeFailed   = "failed"
 )
 
 // Audit is one event of the audit trail: who did what to which object, when,
@@ -202,6 +251,27 @@ type Batch struct {
 	// Arrival is the ArrivalID of the file when it came from a watched
 	// folder: recording the batch ends the arrival.
 	Arrival string `json:"arrival,omitempty"`
+	// Diff is set on the events of a file of a sync folder: what it
+	// changes of the tasks earlier versions of its source created.
+	Diff *Diff `json:"diff,omitempty"`
+}
+
+// MaxDiffLines bounds the lines of a diff its events carry; the console
+// shows them, and a held file's report beside it has them all.
+const MaxDiffLines = 200
+
+// Diff is what a new version of a sync source changes: counts, and its
+// first changes, one per line ("+ acme/x: cron 0 2 * * *", "~ acme/y:
+// cron 0 2 * * * → cron 30 2 * * *", "- acme/z: every hour").
+type Diff struct {
+	Added     int      `json:"added"`
+	Changed   int      `json:"changed"`
+	Removed   int      `json:"removed"`
+	Unchanged int      `json:"unchanged"`
+	Scope     int      `json:"scope"`
+	Lines     []string `json:"lines,omitempty"`
+	// Held says why the file waits for an operator, when it does.
+	Held string `json:"held,omitempty"`
 }
 
 // TriggerFireID is the id of a fire asked for by a TRIGGER command: derived

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/backoff"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
 
@@ -50,6 +52,64 @@ type Config struct {
 	// by the real clock (how late a downstream consumer sees each fire).
 	// It runs on the partition's goroutine and must be quick.
 	OnCommit func(scheduled []int64, committed time.Time)
+	// Refused is what becomes of an occurrence whose fired event the
+	// brokers refuse for a reason of its task's own.
+	Refused FaultPolicy
+	// OnRefused, if set, is told of every fire refused for its task's own
+	// reason, once the transaction recording it FAILED commits: the
+	// brokers' error code (MESSAGE_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED,
+	// …), or TARGET_UNAVAILABLE for a target topic found unusable before
+	// anything was written. It runs on the partition's goroutine and must
+	// be quick.
+	OnRefused func(code string)
+}
+
+// FaultPolicy is what the engine does with an occurrence whose fired
+// event the brokers refuse for a reason of its task's own: too large for
+// its target topic, a target topic that does not exist or may not be
+// written, a policy violation. The occurrence is recorded FAILED with the
+// brokers' answer, in the transaction that fires the partition's other
+// tasks on time, and fired again after a wait, with its own fire id, until
+// it goes through or its attempts are spent: the task is then paused
+// (active: false) until an operator resumes it. The task's later
+// occurrences wait behind the refused one; once it fires, those missed
+// meanwhile follow the task's misfire policy. The cluster's faults
+// (brokers down, not enough replicas, a coordinator moving, timeouts) are
+// no task's: the whole transaction waits and is written again.
+type FaultPolicy struct {
+	// Attempts is how many times one occurrence is fired before its task
+	// is paused. Defaults to 5; 1 pauses the task at the first refusal.
+	Attempts int `yaml:"attempts"`
+	// FirstRetry is the wait after the first refusal; each further one
+	// doubles it, up to MaxRetry. Defaults to 1s.
+	FirstRetry time.Duration `yaml:"first_retry"`
+	// MaxRetry is the longest wait between two attempts. Defaults to 1m.
+	MaxRetry time.Duration `yaml:"max_retry"`
+}
+
+// withDefaults fills what p leaves zero.
+func (p FaultPolicy) withDefaults() FaultPolicy {
+	p.Attempts = cmp.Or(p.Attempts, 5)
+	p.FirstRetry = cmp.Or(p.FirstRetry, time.Second)
+	p.MaxRetry = cmp.Or(p.MaxRetry, time.Minute)
+	return p
+}
+
+func (p FaultPolicy) validate() error {
+	switch {
+	case p.Attempts < 1:
+		return fmt.Errorf("scheduler: Refused.Attempts must be positive, got %d", p.Attempts)
+	case p.FirstRetry < 0:
+		return fmt.Errorf("scheduler: Refused.FirstRetry must not be negative, got %s", p.FirstRetry)
+	case p.MaxRetry < p.FirstRetry:
+		return fmt.Errorf("scheduler: Refused.MaxRetry (%s) must not be below Refused.FirstRetry (%s)", p.MaxRetry, p.FirstRetry)
+	}
+	return nil
+}
+
+// wait is the wait after the n-th refused attempt at one occurrence.
+func (p FaultPolicy) wait(n int) time.Duration {
+	return backoff.Exponential{First: p.FirstRetry, Max: p.MaxRetry}.Wait(n)
 }
 
 // TargetChecker says whether a target topic can be written.
@@ -97,6 +157,10 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	}
 	if cfg.MaxFiresPerTxn < 1 {
 		return nil, fmt.Errorf("scheduler: MaxFiresPerTxn must be positive, got %d", cfg.MaxFiresPerTxn)
+	}
+	cfg.Refused = cfg.Refused.withDefaults()
+	if err := cfg.Refused.validate(); err != nil {
+		return nil, err
 	}
 	return &Engine{cfg: cfg, log: log.With("component", "scheduler", "node", cfg.Node), runners: map[int32]*runner{}}, nil
 }
@@ -199,6 +263,19 @@ func (e *Engine) ActiveTasks() int64 {
 	var n int64
 	for _, r := range e.runners {
 		n += r.active.Load()
+	}
+	return n
+}
+
+// PausedByFaultPolicy counts the tasks of the partitions this instance
+// runs that the fault policy paused, as of their last committed
+// transaction.
+func (e *Engine) PausedByFaultPolicy() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var n int64
+	for _, r := range e.runners {
+		n += r.paused.Load()
 	}
 	return n
 }

@@ -32,8 +32,10 @@ type harness struct {
 	targets *kafka.TargetTopics
 }
 
-func newHarness(t *testing.T) *harness {
-	brokers := kafkatest.Cluster(t)
+func newHarness(t *testing.T) *harness { return newHarnessOn(t, kafkatest.Cluster(t)) }
+
+// newHarnessOn is newHarness on a cluster of the test's own.
+func newHarnessOn(t *testing.T, brokers []string) *harness {
 	topics := record.Topics{}.WithDefaults()
 	cl := kafkatest.Client(t, brokers)
 	ctx := context.Background()
@@ -51,15 +53,22 @@ type running struct {
 	done   chan error
 }
 
-func (h *harness) start() *running {
-	e, err := New(Config{
+func (h *harness) start() *running { return h.startWith(nil) }
+
+// startWith starts an engine whose configuration tune changes first.
+func (h *harness) startWith(tune func(*Config)) *running {
+	cfg := Config{
 		ClientOpts:     kafka.ClientOpts(h.brokers, "test"),
 		Topics:         h.topics,
 		Targets:        h.targets,
 		Clock:          h.clock,
 		SessionTimeout: 2 * time.Second,
 		Node:           fmt.Sprintf("node-%d", time.Now().UnixNano()),
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -79,25 +88,33 @@ func (r *running) stop() {
 func (h *harness) send(defs ...task.Definition) {
 	h.t.Helper()
 	cl := kafkatest.Client(h.t, h.brokers)
+	var recs []*kgo.Record
 	for _, d := range defs {
 		v, _ := json.Marshal(d)
-		rec := &kgo.Record{Topic: h.topics.Input, Key: []byte(d.Key()), Value: v, Timestamp: h.clock.Now(),
-			Headers: []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte("test")}}}
-		if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
-			h.t.Fatal(err)
-		}
+		recs = append(recs, &kgo.Record{Topic: h.topics.Input, Key: []byte(d.Key()), Value: v, Timestamp: h.clock.Now(),
+			Headers: []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte("test")}}})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		h.t.Fatal(err)
 	}
 }
 
 // advanceTo moves the clock once every runner of e waits on it.
 func (h *harness) advanceTo(t time.Time) {
 	h.t.Helper()
+	h.waitIdle()
+	h.clock.Advance(t.Sub(h.clock.Now()))
+}
+
+// waitIdle returns once every runner waits on the clock: what was due is
+// committed.
+func (h *harness) waitIdle() {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := h.clock.BlockUntilContext(ctx, partitions); err != nil {
 		h.t.Fatalf("runners never all waited on the clock: %v", err)
 	}
-	h.clock.Advance(t.Sub(h.clock.Now()))
 }
 
 // watch collects what a downstream consumer of topic sees.

@@ -30,6 +30,12 @@ type table struct {
 	buf   []byte // scratch for what is read back from spill
 	n     int    // tasks held
 	size  int32  // slots ever used: free ones included
+
+	// faults holds the tasks whose fire the brokers refused, by slot:
+	// few, so kept beside the slots rather than in each. paused counts
+	// those the fault policy paused.
+	faults map[int32]record.Fault
+	paused int
 }
 
 // chunkSlots is how many slots are allocated at once: growing by chunks
@@ -64,7 +70,7 @@ type source struct {
 
 func newTable(sp *spill) *table {
 	seed := maphash.MakeSeed()
-	t := &table{byHash: map[uint32]int32{}, spill: sp,
+	t := &table{byHash: map[uint32]int32{}, spill: sp, faults: map[int32]record.Fault{},
 		hash: func(key string) uint32 { return uint32(maphash.String(seed, key)) }}
 	t.order.t = t
 	t.shapes.init()
@@ -107,8 +113,8 @@ func (t *table) find(key string) (int32, bool, error) {
 }
 
 // set stores a task: its definition (whose Data is ignored), its state
-// numbers and source (st), and its data as JSON. A task with the same key
-// is replaced in its slot, keeping its place in the fire order.
+// numbers, source and fault (st), and its data as JSON. A task with the
+// same key is replaced in its slot, keeping its place in the fire order.
 func (t *table) set(key string, d *task.Definition, st *record.State, data []byte) (int32, error) {
 	i, exists, err := t.find(key)
 	if err != nil {
@@ -147,7 +153,30 @@ func (t *table) set(key string, d *task.Definition, st *record.State, data []byt
 	})
 	src := source{batch: st.Source.Batch, file: st.Source.File, actor: st.Source.Actor}
 	s.src = t.sources.add(src, func() source { return src })
+	t.setFault(i, st.Fault)
 	return i, nil
+}
+
+// fault is the refused occurrence of slot i, if any.
+func (t *table) fault(i int32) (record.Fault, bool) {
+	f, ok := t.faults[i]
+	return f, ok
+}
+
+// setFault records the refused occurrence of slot i; nil clears it.
+func (t *table) setFault(i int32, f *record.Fault) {
+	if old, ok := t.faults[i]; ok {
+		if old.Paused {
+			t.paused--
+		}
+		delete(t.faults, i)
+	}
+	if f != nil {
+		t.faults[i] = *f
+		if f.Paused {
+			t.paused++
+		}
+	}
 }
 
 func (t *table) alloc() int32 {
@@ -187,6 +216,7 @@ func (t *table) remove(i int32, key string) {
 	t.spill.free(s.blob())
 	t.shapes.release(s.shape)
 	t.sources.release(s.src)
+	t.setFault(i, nil)
 	*s = slot{shape: -1, heapAt: -1, sameHash: -1}
 	t.free = append(t.free, i)
 	t.n--
@@ -216,12 +246,16 @@ func (t *table) definition(i int32, key string) task.Definition {
 func (t *table) state(i int32, key string, now int64) record.State {
 	s := t.at(i)
 	src := t.source(i)
-	return record.State{
+	st := record.State{
 		Definition: t.definition(i, key),
 		Anchor:     s.anchor, NextFire: s.nextFire, FireCount: s.fireCount, LastFire: s.lastFire,
 		Source:    record.Source{Batch: src.batch, File: src.file, Actor: src.actor, Row: int(s.row)},
 		UpdatedAt: now,
 	}
+	if f, ok := t.faults[i]; ok {
+		st.Fault = &f
+	}
+	return st
 }
 
 // compact rewrites the spill when most of it is garbage.
