@@ -33,6 +33,10 @@ type Row struct {
 	Def  task.Definition
 	// Err is a *RowError when the row is invalid; Def is then partial.
 	Err error
+	// Warnings say what is valid but doubtful in the row, such as a cron
+	// expression another dialect would read otherwise. They do not reject
+	// the row; they reach the file's report.
+	Warnings []string
 }
 
 // Options tell a converter how a folder's files are laid out.
@@ -40,9 +44,16 @@ type Options struct {
 	// Defaults fill fields a file leaves empty.
 	Defaults Defaults `yaml:"defaults"`
 	// Mapping renames columns: file column name → default column name
-	// (host, name, action, topic, start, timeUnit, time, cron, timezone,
-	// end, data, data.<key>). Matching ignores case and surrounding spaces.
+	// (host, name, action, topic, start, timeUnit, time, cron,
+	// cronDialect, timezone, end, data, data.<key>). Matching ignores case
+	// and surrounding spaces.
 	Mapping map[string]string `yaml:"mapping"`
+	// CronDialect says how the folder's cron expressions are read: unix,
+	// quartz, spring or auto (the default: Quartz for 7 fields or a "?",
+	// unix otherwise). A row's cronDialect column overrides it. Stating it
+	// also silences the warning on expressions that read differently in
+	// two dialects.
+	CronDialect string `yaml:"cron_dialect"`
 	// CSV, XLSX, Crontab and Exec tune the converter of that name; the
 	// others ignore them.
 	CSV     CSVOptions     `yaml:"csv"`

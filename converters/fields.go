@@ -36,6 +36,7 @@ const (
 	kindTimeUnit
 	kindTime
 	kindCron
+	kindCronDialect
 	kindTimezone
 	kindEnd
 	kindData
@@ -45,7 +46,7 @@ const (
 
 // defaultColumns are the column names a file may use without any mapping,
 // in the order error messages list them.
-var defaultColumns = []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "timezone", "end", "data"}
+var defaultColumns = []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "cronDialect", "timezone", "end", "data"}
 
 // dataPrefix starts a column that holds one data entry.
 const dataPrefix = "data."
@@ -112,6 +113,9 @@ type Columns struct {
 	zone *time.Location
 	// zones caches time.LoadLocation, which reads the zone file each call.
 	zones map[string]*time.Location
+	// dialect is the folder's cron dialect (Options.CronDialect); auto
+	// when the folder does not state one.
+	dialect task.Dialect
 }
 
 // NewColumns reads a header row. file is the base name of the file and line
@@ -145,6 +149,11 @@ func NewColumns(file string, line int, header []string, opts Options) (*Columns,
 	mapping, merrs := normalizeMapping(opts.Mapping)
 	var derrs []error
 	c.defaults, c.zone, derrs = normalizeDefaults(opts.Defaults)
+	dialect, err := task.ParseDialect(opts.CronDialect)
+	if err != nil {
+		derrs = append(derrs, fmt.Errorf("cron_dialect: %w", err))
+	}
+	c.dialect = dialect
 	for _, err := range append(merrs, derrs...) {
 		errs = append(errs, &RowError{File: file, Err: err})
 	}
@@ -237,9 +246,13 @@ func normalizeMapping(m map[string]string) (map[string]string, []error) {
 	return out, errs
 }
 
-// parseTarget resolves a default column name, in any case.
+// parseTarget resolves a default column name, in any case; cron_dialect,
+// the folder option's spelling, names the cronDialect column too.
 func parseTarget(s string) (kind, string, error) {
 	s = strings.TrimSpace(s)
+	if strings.EqualFold(s, "cron_dialect") {
+		return kindCronDialect, "", nil
+	}
 	for i, name := range defaultColumns {
 		if strings.EqualFold(s, name) {
 			return kind(i + 1), "", nil
@@ -376,6 +389,7 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 	}
 	d.Topic = b.text(kindTopic, c.defaults.Topic)
 	d.Cron = b.text(kindCron, "")
+	warnings := b.cronDialect(&d)
 
 	d.Timezone = b.text(kindTimezone, c.defaults.Timezone)
 	loc := c.zone
@@ -414,7 +428,39 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 			b.fail(i, v, errors.New(fe.Reason))
 		}
 	}
-	return Row{Line: line, Def: d, Err: b.err()}
+	return Row{Line: line, Def: d, Err: b.err(), Warnings: warnings}
+}
+
+// cronDialect writes on d the dialect its cron expression is read in: the
+// row's cronDialect cell, else the folder's cron_dialect, else the one
+// auto picks from the expression. The task keeps it, so a later preview,
+// the console and the engine read the expression alike. When neither the
+// row nor the folder said which and the expression means something else in
+// another dialect, it returns the warning that says so.
+func (b *rowBuilder) cronDialect(d *task.Definition) []string {
+	dialect := b.c.dialect
+	if v, i := b.raw(kindCronDialect); v != "" && !b.failed(i) {
+		stated, err := task.ParseDialect(v)
+		if err != nil {
+			b.fail(i, v, errors.New("must be unix, quartz, spring or auto"))
+			return nil
+		}
+		if stated != task.DialectAuto {
+			dialect = stated
+		}
+	}
+	if d.Cron == "" {
+		return nil
+	}
+	if dialect != task.DialectAuto {
+		d.CronDialect = dialect
+		return nil
+	}
+	d.CronDialect = task.DetectDialect(d.Cron)
+	if w := task.CronAmbiguity(d.Cron); w != "" {
+		return []string{fmt.Sprintf("%s: row %d: column %s: %s", b.c.file, b.line, b.label(kindCron), w)}
+	}
+	return nil
 }
 
 // location loads a time zone, cached; nil when unknown.

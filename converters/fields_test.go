@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -287,7 +288,9 @@ func TestColumnsRow(t *testing.T) {
 		{
 			name:  "cron with time zone",
 			cells: []string{"acme", "job", "", "jobs", "", "", "", "0 8 * * 1-5", "Europe/Paris"},
-			want:  with(func(d *task.Definition) { d.Cron = "0 8 * * 1-5"; d.Timezone = "Europe/Paris" }),
+			want: with(func(d *task.Definition) {
+				d.Cron, d.CronDialect, d.Timezone = "0 8 * * 1-5", task.DialectUnix, "Europe/Paris"
+			}),
 		},
 		{
 			name:     "cron and frequency",
@@ -639,5 +642,79 @@ func TestErrorsAreCapped(t *testing.T) {
 	got = RowErrors(c.Row(2, cells).Err)
 	if len(got) != maxErrors+1 || !strings.Contains(got[maxErrors].Error(), fmt.Sprintf("%d more problems in this row not shown", extra-maxErrors)) {
 		t.Errorf("row with %d stray values: %d errors, last %q; want %d and a count of the rest", extra, len(got), got[len(got)-1], maxErrors+1)
+	}
+}
+
+// TestColumnsCronDialect: the dialect a row's cron expression is read in
+// is the row's cronDialect cell, else the folder's cron_dialect, else the
+// one auto picks; it is written on the definition. An expression that
+// reads otherwise in another dialect warns, unless the row or the folder
+// said which.
+func TestColumnsCronDialect(t *testing.T) {
+	tests := []struct {
+		name        string
+		header      []string
+		folder      string
+		cells       []string
+		wantDialect task.Dialect
+		wantWarning string
+		wantErr     string
+	}{
+		{name: "auto: five fields are unix", header: []string{"name", "cron"}, cells: []string{"j", "0 8 * * 1-5"},
+			wantDialect: task.DialectUnix},
+		{name: "auto: a ? is quartz, with a warning naming both readings", header: []string{"name", "cron"},
+			cells: []string{"j", "0 0 12 ? * 2-6"}, wantDialect: task.DialectQuartz,
+			wantWarning: `jobs.csv: row 2: column cron: day-of-week "2-6" read as quartz (MON-FRI); in spring it would be TUE-SAT; set cron_dialect to say which`},
+		{name: "auto: names say it all", header: []string{"name", "cron"}, cells: []string{"j", "0 0 12 ? * MON-FRI"},
+			wantDialect: task.DialectQuartz},
+		{name: "the folder states spring", header: []string{"name", "cron"}, folder: "spring",
+			cells: []string{"j", "0 0 12 ? * 2-6"}, wantDialect: task.DialectSpring},
+		{name: "the row states quartz over the folder", header: []string{"name", "cron", "CronDialect"}, folder: "spring",
+			cells: []string{"j", "0 0 12 ? * 2-6", "Quartz"}, wantDialect: task.DialectQuartz},
+		{name: "cron_dialect as a header", header: []string{"name", "cron", "cron_dialect"},
+			cells: []string{"j", "0 0 12 ? * 2-6", "spring"}, wantDialect: task.DialectSpring},
+		{name: "a row's auto defers to the folder", header: []string{"name", "cron", "cronDialect"}, folder: "quartz",
+			cells: []string{"j", "0 0 12 ? * 2-6", "auto"}, wantDialect: task.DialectQuartz},
+		{name: "an unknown dialect is the column's error", header: []string{"name", "cron", "cronDialect"},
+			cells: []string{"j", "0 0 12 ? * 2-6", "cobol"}, wantErr: `column cronDialect: value "cobol": must be unix, quartz, spring or auto`},
+		{name: "spring refuses a wrapped range, on the cron column", header: []string{"name", "cron"}, folder: "spring",
+			cells: []string{"j", "0 0 22-2 * * *"}, wantErr: `column cron: value "0 0 22-2 * * *": the hour field "22-2" must be a range a-b with a not after b`},
+		{name: "no cron, no dialect", header: []string{"name", "cronDialect"}, cells: []string{"j", "quartz"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Defaults: Defaults{Host: "acme", Topic: "jobs"}, CronDialect: tt.folder}
+			cols, err := NewColumns("jobs.csv", 1, tt.header, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := cols.Row(2, tt.cells)
+			if tt.wantErr != "" {
+				if row.Err == nil || !strings.Contains(row.Err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", row.Err, tt.wantErr)
+				}
+				return
+			}
+			if row.Err != nil {
+				t.Fatal(row.Err)
+			}
+			if row.Def.CronDialect != tt.wantDialect {
+				t.Errorf("dialect %q, want %q", row.Def.CronDialect, tt.wantDialect)
+			}
+			var want []string
+			if tt.wantWarning != "" {
+				want = []string{tt.wantWarning}
+			}
+			if !slices.Equal(row.Warnings, want) {
+				t.Errorf("warnings %q, want %q", row.Warnings, want)
+			}
+		})
+	}
+	if _, err := NewColumns("jobs.csv", 1, []string{"name"}, Options{Defaults: Defaults{Host: "a", Topic: "b"}, CronDialect: "cobol"}); err == nil ||
+		!strings.Contains(err.Error(), "cron_dialect: unknown cron dialect") {
+		t.Errorf("a folder's unknown dialect: %v", err)
+	}
+	if err := (Options{CronDialect: "Quartz"}).Validate(); err != nil {
+		t.Errorf("folder option quartz: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jobdrop/jobdrop/task"
 )
 
 // CSVOptions tune how a folder's CSV files are read.
@@ -67,6 +69,9 @@ func (o Options) Validate() error {
 	}
 	if o.XLSX.HeaderRow < 0 {
 		errs = append(errs, fmt.Errorf("xlsx.header_row: %d: must be 0 (detect) or a row number", o.XLSX.HeaderRow))
+	}
+	if _, err := task.ParseDialect(o.CronDialect); err != nil {
+		errs = append(errs, fmt.Errorf("cron_dialect: %w", err))
 	}
 	if o.Exec.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("exec.timeout: %v: must not be negative", o.Exec.Timeout))

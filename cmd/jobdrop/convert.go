@@ -19,8 +19,9 @@ type previewed struct {
 	NextFires []string `json:"nextFires,omitempty"`
 }
 
-// convert is the dry run: definitions as JSON lines on stdout, row errors on
-// stderr, exit status 1 when any row is invalid.
+// convert is the dry run: definitions as JSON lines on stdout (each with
+// the cron dialect it is read in), row errors and warnings on stderr, exit
+// status 1 when any row is invalid.
 func convert(ctx context.Context, cfg Config, path, dir string, preview int, from string, stdout, stderr io.Writer) error {
 	if err := regularFile(path); err != nil {
 		return err
@@ -44,6 +45,11 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 	bad := 0
 	check := injector.NewRowCheck(filepath.Base(path), cfg.Topics)
 	err = conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+		// A warning is said, not held against the file: the exit status
+		// stays that of the rows.
+		for _, w := range r.Warnings {
+			fmt.Fprintln(stderr, "warning:", w)
+		}
 		if r.Err == nil {
 			r.Err = check.Check(r)
 		}
@@ -55,6 +61,11 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 			return nil
 		}
 		out := previewed{Definition: r.Def}
+		if out.Cron != "" && out.CronDialect == "" {
+			// Say the dialect the expression is read in, even when the
+			// converter left it to auto (an exec plugin, say).
+			out.CronDialect = r.Def.Dialect()
+		}
 		if preview > 0 {
 			for _, ms := range r.Def.Fires(now.UnixMilli(), preview) {
 				out.NextFires = append(out.NextFires, task.Time(ms).Format(time.RFC3339))
