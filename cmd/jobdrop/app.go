@@ -111,11 +111,14 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		Targets:        cfg.Kafka.Targets(admin),
 		Clock:          h.clock,
 		OnCommit:       countFires(met, h.clock),
+		Refused:        cfg.Scheduler.Refused,
+		OnRefused:      met.FireRefused,
 	}, log)
 	if err != nil {
 		return err
 	}
 	met.ObserveActiveTasks(eng.ActiveTasks)
+	met.ObservePausedByFaultPolicy(eng.PausedByFaultPolicy)
 	var folders []watcher.Folder
 	for _, f := range cfg.Watch {
 		folders = append(folders, watcher.Folder{

@@ -19,6 +19,7 @@ import (
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/internal/suggestion"
 	"github.com/jobdrop/jobdrop/web"
 )
@@ -135,6 +136,9 @@ type SchedulerConfig struct {
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// MaxFiresPerTxn caps the fires committed in one transaction.
 	MaxFiresPerTxn int `yaml:"max_fires_per_txn"`
+	// Refused is what becomes of an occurrence whose fired event the
+	// brokers refuse for a reason of the task's own.
+	Refused scheduler.FaultPolicy `yaml:"refused_fires"`
 }
 
 // LogConfig configures logging.
@@ -283,6 +287,9 @@ func (c Config) validate() error {
 		}
 	}
 	errs = append(errs, c.Kafka.Validate())
+	if err := c.Scheduler.Refused.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("scheduler.refused_fires.%w", err))
+	}
 	seen := map[string]bool{}
 	for i, f := range c.Watch {
 		if f.Dir == "" {

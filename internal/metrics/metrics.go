@@ -54,8 +54,10 @@ type Metrics struct {
 	lateness     prometheus.Histogram
 	executions   *prometheus.CounterVec
 	recorderLag  prometheus.Gauge
+	refused      *prometheus.CounterVec
 
 	activeOnce  sync.Once
+	pausedOnce  sync.Once
 	foldersOnce sync.Once
 }
 
@@ -120,6 +122,10 @@ func New() *Metrics {
 		Namespace: Namespace, Name: "recorder_lag_records",
 		Help: "Committed records of the audit, state, executions and status topics that this node's recorder has not stored in SQLite yet, as of its last fetch.",
 	})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "fires_refused_total",
+		Help: "Attempts at firing an occurrence that the brokers refused for a reason of the task's own, by the brokers' error code (MESSAGE_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED, POLICY_VIOLATION, …; TARGET_UNAVAILABLE: the target topic was found unusable before writing), counted when the transaction recording the occurrence FAILED commits. The other tasks fire on time; the refused one is fired again by the fault policy, then paused.",
+	}, []string{"error"})
 	m.kafka = newKafkaClients(reg)
 	f(m.files)
 	f(m.rowsAccepted)
@@ -129,6 +135,7 @@ func New() *Metrics {
 	f(m.lateness)
 	f(m.executions)
 	f(m.recorderLag)
+	f(m.refused)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -205,6 +212,21 @@ func (m *Metrics) ObserveActiveTasks(active func() int64) {
 			Namespace: Namespace, Name: "active_tasks",
 			Help: "Tasks of the input partitions this node's scheduler owns, as of their last committed transaction; sum over nodes for the cluster's total.",
 		}, func() float64 { return float64(active()) }))
+	})
+}
+
+// FireRefused counts an attempt at a fire refused for its task's own
+// reason, by the brokers' error code.
+func (m *Metrics) FireRefused(code string) { m.refused.WithLabelValues(code).Inc() }
+
+// ObservePausedByFaultPolicy exposes jobdrop_tasks_paused_by_fault_policy,
+// read from paused at every scrape. Only the first call has an effect.
+func (m *Metrics) ObservePausedByFaultPolicy(paused func() int64) {
+	m.pausedOnce.Do(func() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "tasks_paused_by_fault_policy",
+			Help: "Tasks of the input partitions this node's scheduler owns that the fault policy paused, their fires refused by the brokers for a reason of their own as many times as scheduler.refused_fires.attempts allows; sum over nodes. Each stays paused until an operator resumes it.",
+		}, func() float64 { return float64(paused()) }))
 	})
 }
 

@@ -95,14 +95,17 @@ func (p FaultPolicy) withDefaults() FaultPolicy {
 	return p
 }
 
-func (p FaultPolicy) validate() error {
-	switch {
-	case p.Attempts < 1:
-		return fmt.Errorf("scheduler: Refused.Attempts must be positive, got %d", p.Attempts)
+// Validate checks p, zero fields standing for their defaults; its errors
+// name the fields as configuration files do (attempts, first_retry,
+// max_retry).
+func (p FaultPolicy) Validate() error {
+	switch d := p.withDefaults(); {
+	case p.Attempts < 0:
+		return fmt.Errorf("attempts: %d is negative (0 means 5)", p.Attempts)
 	case p.FirstRetry < 0:
-		return fmt.Errorf("scheduler: Refused.FirstRetry must not be negative, got %s", p.FirstRetry)
-	case p.MaxRetry < p.FirstRetry:
-		return fmt.Errorf("scheduler: Refused.MaxRetry (%s) must not be below Refused.FirstRetry (%s)", p.MaxRetry, p.FirstRetry)
+		return fmt.Errorf("first_retry: %s is negative (0 means 1s)", p.FirstRetry)
+	case d.MaxRetry < d.FirstRetry:
+		return fmt.Errorf("max_retry: %s is below first_retry %s", d.MaxRetry, d.FirstRetry)
 	}
 	return nil
 }
@@ -158,10 +161,10 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if cfg.MaxFiresPerTxn < 1 {
 		return nil, fmt.Errorf("scheduler: MaxFiresPerTxn must be positive, got %d", cfg.MaxFiresPerTxn)
 	}
-	cfg.Refused = cfg.Refused.withDefaults()
-	if err := cfg.Refused.validate(); err != nil {
-		return nil, err
+	if err := cfg.Refused.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler: Refused.%w", err)
 	}
+	cfg.Refused = cfg.Refused.withDefaults()
 	return &Engine{cfg: cfg, log: log.With("component", "scheduler", "node", cfg.Node), runners: map[int32]*runner{}}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
@@ -467,5 +469,45 @@ func TestRefusedTriggerIsNotRetried(t *testing.T) {
 	if last.FireCount != 1 || last.Fault != nil || last.Definition.Paused() {
 		t.Errorf("state after the refused trigger and one fire: %d fires, fault %+v, paused %v; want 1 fire and no fault",
 			last.FireCount, last.Fault, last.Definition.Paused())
+	}
+}
+
+func TestFaultPolicyDefaultsAndChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		policy  FaultPolicy
+		want    FaultPolicy
+		waits   []time.Duration // after refusals 1, 2, …
+		wantErr string
+	}{
+		{name: "defaults", want: FaultPolicy{Attempts: 5, FirstRetry: time.Second, MaxRetry: time.Minute},
+			waits: []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
+		{name: "capped", policy: FaultPolicy{Attempts: 9, FirstRetry: 10 * time.Second, MaxRetry: 30 * time.Second},
+			want:  FaultPolicy{Attempts: 9, FirstRetry: 10 * time.Second, MaxRetry: 30 * time.Second},
+			waits: []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second}},
+		{name: "negative attempts", policy: FaultPolicy{Attempts: -1}, wantErr: "attempts: -1 is negative"},
+		{name: "negative first retry", policy: FaultPolicy{FirstRetry: -time.Second}, wantErr: "first_retry: -1s is negative"},
+		{name: "max below first", policy: FaultPolicy{FirstRetry: 2 * time.Minute}, wantErr: "max_retry: 1m0s is below first_retry 2m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := New(Config{Targets: kafka.NewTargetTopics(nil, 1, -1, false), Refused: tc.policy}, slog.New(slog.DiscardHandler))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New: %v, want an error saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.cfg.Refused; got != tc.want {
+				t.Errorf("policy %+v, want %+v", got, tc.want)
+			}
+			for i, w := range tc.waits {
+				if got := e.cfg.Refused.wait(i + 1); got != w {
+					t.Errorf("wait after refusal %d: %s, want %s", i+1, got, w)
+				}
+			}
+		})
 	}
 }
