@@ -430,7 +430,11 @@ func (a *applier) execution(r *kgo.Record) error {
 	}
 	firedAt := millisOr(ex.FiredAt, r)
 	// A worker's status may have arrived first (another partition of
-	// another topic): keep it.
+	// another topic): keep it. But a FAILED the engine itself recorded
+	// for an attempt the brokers refused is over once a later attempt
+	// fires the occurrence (same fire id, an event written at last).
+	const retried = `excluded.target_offset >= 0 AND status = 'FAILED' AND status_worker = '` + engineWorker + `'
+		AND coalesce(status_at, 0) <= excluded.fired_at`
 	return a.exec(`INSERT INTO executions (fire_id, host, name, topic, target_partition, target_offset,
 			scheduled_at, fired_at, batch_id, status, status_at, timeout)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?, ?)
@@ -438,10 +442,18 @@ func (a *applier) execution(r *kgo.Record) error {
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			target_partition = excluded.target_partition, target_offset = excluded.target_offset,
 			scheduled_at = excluded.scheduled_at, fired_at = excluded.fired_at, batch_id = excluded.batch_id,
-			timeout = excluded.timeout`,
+			timeout = excluded.timeout,
+			status = CASE WHEN `+retried+` THEN 'FIRED' ELSE status END,
+			status_message = CASE WHEN `+retried+` THEN '' ELSE status_message END,
+			status_worker = CASE WHEN `+retried+` THEN '' ELSE status_worker END,
+			status_at = CASE WHEN `+retried+` THEN excluded.status_at ELSE status_at END`,
 		ex.FireID, ex.Host, ex.Name, ex.Topic, ex.Partition, ex.Offset,
 		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt, max(ex.Timeout, 0))
 }
+
+// engineWorker is the worker the engine names in the FAILED status it
+// records for an attempt at a fire the brokers refused.
+const engineWorker = "scheduler"
 
 func (a *applier) status(r *kgo.Record) error {
 	var st record.Status
@@ -461,15 +473,18 @@ func (a *applier) status(r *kgo.Record) error {
 		return malformed("status %q is not RUNNING, SUCCESS or FAILED", st.Status)
 	}
 	// The newest report wins; an older one never replaces a newer, and at
-	// the same instant a final status beats RUNNING.
+	// the same instant a final status beats RUNNING. The engine's FAILED
+	// for a refused attempt never replaces a later attempt's fire.
 	const upsert = `INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
 			status = excluded.status, status_message = excluded.status_message,
 			status_worker = excluded.status_worker, status_at = excluded.status_at
-		WHERE status = 'FIRED'
+		WHERE (status = 'FIRED'
 			OR excluded.status_at > status_at
-			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING')`
+			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING'))
+			AND NOT (excluded.status_worker = '` + engineWorker + `' AND target_offset >= 0
+				AND coalesce(fired_at, 0) > excluded.status_at)`
 	at := millisOr(st.At, r)
 	if a.outcomes == nil || status == record.StatusRunning {
 		return a.exec(upsert, st.FireID, status, st.Message, st.Worker, at)

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// TestApplyRefusedFireRetried: the engine records FAILED each attempt at a
+// fire the brokers refused, then fires the occurrence with the same fire
+// id. The console shows FAILED with the brokers' answer while it is
+// refused, and FIRED once an attempt goes through, in whatever order the
+// recorder reads the executions and status topics; a worker's report after
+// the fire is kept as usual.
+func TestApplyRefusedFireRetried(t *testing.T) {
+	refused := func(t *testing.T, p int32, attempt int64) []*kgo.Record {
+		at := t0 + attempt*1000
+		return []*kgo.Record{
+			executionRec(t, p, record.Execution{FireID: "f", Host: "h", Name: "n", Topic: "jobs", Partition: -1, Offset: -1,
+				ScheduledAt: t0, FiredAt: at}),
+			statusRec(t, p, record.Status{FireID: "f", Status: record.StatusFailed, Worker: "scheduler", At: at,
+				Message: "refused by the brokers: MESSAGE_TOO_LARGE"}),
+		}
+	}
+	fired := func(t *testing.T, p int32) *kgo.Record {
+		return executionRec(t, p, record.Execution{FireID: "f", Host: "h", Name: "n", Topic: "jobs", Partition: 2, Offset: 7,
+			ScheduledAt: t0, FiredAt: t0 + 3000})
+	}
+	tests := []struct {
+		name        string
+		recs        func(t *testing.T) []*kgo.Record
+		want, wantM string
+	}{
+		{"refused", func(t *testing.T) []*kgo.Record { return refused(t, 0, 0) },
+			"FAILED", "refused by the brokers: MESSAGE_TOO_LARGE"},
+		{"refused twice, then fired", func(t *testing.T) []*kgo.Record {
+			return append(append(refused(t, 0, 0), refused(t, 0, 1)...), fired(t, 0))
+		}, "FIRED", ""},
+		{"fired, then an earlier refusal read late", func(t *testing.T) []*kgo.Record {
+			r := refused(t, 1, 1)
+			return append(append(refused(t, 0, 0), r[0], fired(t, 0)), r[1])
+		}, "FIRED", ""},
+		{"fired, then a worker's report", func(t *testing.T) []*kgo.Record {
+			return append(refused(t, 0, 0), fired(t, 0),
+				statusRec(t, 0, record.Status{FireID: "f", Status: record.StatusFailed, Worker: "w1", At: t0 + 4000, Message: "disk full"}))
+		}, "FAILED", "disk full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openStore(t, tempDB(t))
+			for _, r := range sequence(tt.recs(t)...) {
+				apply(t, st, r)
+			}
+			e, err := st.ExecutionByFireID(context.Background(), "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Status != tt.want || e.StatusMessage != tt.wantM {
+				t.Errorf("execution %s %q, want %s %q", e.Status, e.StatusMessage, tt.want, tt.wantM)
+			}
+		})
+	}
+}
