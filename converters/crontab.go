@@ -83,7 +83,7 @@ func (Crontab) ConvertReader(ctx context.Context, file string, r io.Reader, opts
 	br := bufio.NewReaderSize(r, 64<<10)
 	timezone := defaults.Timezone
 	env := map[string]string{}
-	name := "" // from a "# name:" comment on the line before
+	name := ""                // from a "# name:" comment on the line before
 	names := map[string]int{} // derived names given so far
 	n := 0
 	for line := 1; ; line++ {
