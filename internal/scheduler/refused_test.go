@@ -511,3 +511,40 @@ func TestFaultPolicyDefaultsAndChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedFireOfAMissingTopicFiresOnceItIsCreated: with topic creation
+// off, a task's target topic does not exist; the engine asks the brokers
+// again before each attempt, so the occurrence fires as soon as an
+// administrator creates the topic, not when a remembered answer expires.
+func TestRefusedFireOfAMissingTopicFiresOnceItIsCreated(t *testing.T) {
+	h := newHarness(t)
+	// The brokers' answers are not kept beyond a test's real time.
+	cl := kafkatest.Client(t, h.brokers, kgo.MetadataMinAge(10*time.Millisecond))
+	h.targets = kafka.NewTargetTopics(cl, partitions, -1, false)
+	due := h.clock.Now().Add(time.Second)
+	refused := &refusals{}
+	e := h.startWith(func(c *Config) { c.OnRefused = refused.onRefused })
+	late := oneShot("late", due)
+	late.Topic = "created-later"
+	h.send(late)
+	kafkatest.Eventually(t, 30*time.Second, "the task held", func() bool { return e.ActiveTasks() == 1 })
+	h.advanceTo(due)
+	kafkatest.Eventually(t, 30*time.Second, "the first refusal", func() bool { return len(refused.seen()) == 1 })
+	if resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, -1, nil, late.Topic); err != nil || resp.Err != nil {
+		t.Fatal(err, resp.Err)
+	}
+	created := kafkatest.Collect(t, h.brokers, late.Topic)
+	kafkatest.Eventually(t, 30*time.Second, "the brokers to list the new topic", func() bool {
+		d, err := kadm.NewClient(cl).ListTopics(context.Background(), late.Topic)
+		return err == nil && d[late.Topic].Err == nil
+	})
+	h.advanceTo(due.Add(time.Second))
+	h.waitFired(created, 1)
+	e.stop()
+	if got := refused.seen(); !slices.Equal(got, []string{"TARGET_UNAVAILABLE"}) {
+		t.Errorf("refusals counted %v, want one of an unusable target", got)
+	}
+	if got := occurrences(t, created.Records())["late"]; !slices.Equal(got, []int64{due.UnixMilli()}) {
+		t.Errorf("fired at %v, want once at %d", got, due.UnixMilli())
+	}
+}

@@ -714,8 +714,10 @@ func (r *runner) holdRefused(c *change, now int64) error {
 			f.suspect = true
 			continue
 		}
-		if kafka.TopicFault(f.err) && !errors.Is(f.err, errTarget) {
-			r.e.cfg.Targets.Forget(f.shape.Topic) // asked again before its next fire
+		if kafka.TopicFault(f.err) || errors.Is(f.err, errTarget) {
+			// Asked again before the next attempt: the topic may have
+			// been created, or the ACL granted, meanwhile.
+			r.e.cfg.Targets.Forget(f.shape.Topic)
 		}
 		if err := r.refuse(c, f, now); err != nil {
 			return err
