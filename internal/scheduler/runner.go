@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -573,11 +575,16 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 		}
 	}
 	// Suspects first, one at a time: each is alone in its batch, so a
-	// refusal is its own.
+	// refusal is its own. The largest go first: a batch refused as too
+	// large most likely holds one record too large.
+	var suspects []*fire
 	for _, f := range c.fires {
-		if f.refused != nil || !f.suspect {
-			continue
+		if f.refused == nil && f.suspect {
+			suspects = append(suspects, f)
 		}
+	}
+	slices.SortStableFunc(suspects, func(a, b *fire) int { return cmp.Compare(len(b.data), len(a.data)) })
+	for _, f := range suspects {
 		rec := r.event(f, now)
 		f.err = r.prod.ProduceSync(ctx, rec).FirstErr()
 		f.partition, f.offset = rec.Partition, rec.Offset
@@ -693,8 +700,10 @@ func refusedOr(err error) error {
 // was written alone (a suspect), when it is about its target topic, or
 // when it is the only refusal of its target partition; otherwise the
 // brokers refused its whole batch, and every fire of it becomes a suspect,
-// written alone in the next attempt. A fire found at fault is held out of
-// the transaction: see refuse.
+// written alone in the next attempt until one is refused; the others are
+// then written together again. A fire found at fault is held out of the
+// transaction: see refuse. Every attempt that is refused again finds a
+// fire at fault or makes suspects, so the attempts end.
 func (r *runner) holdRefused(c *change, now int64) error {
 	type partition struct {
 		topic string
@@ -706,6 +715,7 @@ func (r *runner) holdRefused(c *change, now int64) error {
 			batch[partition{f.shape.Topic, f.partition}]++
 		}
 	}
+	found := false
 	for _, f := range c.fires {
 		if f.refused != nil || f.err == nil {
 			continue
@@ -714,6 +724,7 @@ func (r *runner) holdRefused(c *change, now int64) error {
 			f.suspect = true
 			continue
 		}
+		found = found || f.suspect
 		if kafka.TopicFault(f.err) || errors.Is(f.err, errTarget) {
 			// Asked again before the next attempt: the topic may have
 			// been created, or the ACL granted, meanwhile.
@@ -721,6 +732,12 @@ func (r *runner) holdRefused(c *change, now int64) error {
 		}
 		if err := r.refuse(c, f, now); err != nil {
 			return err
+		}
+	}
+	if found {
+		// One suspect was at fault: most likely the only one.
+		for _, f := range c.fires {
+			f.suspect = false
 		}
 	}
 	return nil
