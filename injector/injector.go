@@ -1,6 +1,7 @@
 package injector
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/diff"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
@@ -44,6 +46,9 @@ type Config struct {
 	MaxErrors int
 	// Now is the clock of audit timestamps. Defaults to time.Now.
 	Now func() time.Time
+	// Sources answers the files of sync folders (File.Sync) with the
+	// tasks that run now. Without it such files are refused.
+	Sources Sources
 	// OnFile, if set, is told what became of every file Inject handled,
 	// except those interrupted by ctx (they are handled again at the next
 	// start) and those failed with ErrUnavailable (they are handled
@@ -236,6 +241,12 @@ type File struct {
 	// Progress, if set, is called whenever the injection makes headway:
 	// a row converted, a record acknowledged by the brokers.
 	Progress func()
+	// Sync, when set, makes the file the whole truth of its source (see
+	// Sync); nil injects its rows as they are.
+	Sync *Sync
+	// Actor is who the audit trail says injected the file. Defaults to
+	// Config.Actor.
+	Actor string
 }
 
 // DefaultMaxBytes is the size limit of a file when File.MaxBytes is 0.
@@ -270,6 +281,9 @@ const (
 	// Partial is a file whose valid rows were injected and whose invalid
 	// ones were left out, under PolicyGoodRows.
 	Partial Outcome = "partial"
+	// Held is a file of a sync folder that would delete too much of its
+	// source: nothing was injected; it waits for an operator.
+	Held Outcome = "held"
 	// Failed is reported to Config.OnFile, never returned by Inject: the
 	// file could not be injected for a reason other than its content.
 	Failed Outcome = "failed"
@@ -297,6 +311,21 @@ type RejectedError struct {
 	Err      error    // a problem with the file as a whole, if any
 	// Partial is set when the other rows were injected (PolicyGoodRows).
 	Partial bool
+}
+
+// RowLines lists the problems: the file's own, then one per bad row.
+func (e *RejectedError) RowLines() []string {
+	var out []string
+	if e.Err != nil {
+		if lines := converters.RowErrors(e.Err); len(lines) > 0 {
+			for _, l := range lines {
+				out = append(out, l.Error())
+			}
+		} else {
+			out = append(out, e.Err.Error())
+		}
+	}
+	return append(out, e.Errors...)
 }
 
 func (e *RejectedError) Error() string {
@@ -391,7 +420,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		return Result{}, fmt.Errorf("check batch %s: %w: %w", f.Name, ErrUnavailable, err)
 	}
 	if seen {
-		err := in.audit(ctx, record.ActionFileDuplicate, record.OutcomeNoChange, &batch,
+		err := in.audit(ctx, f, record.ActionFileDuplicate, record.OutcomeNoChange, &batch,
 			"same content as a file injected before; nothing injected")
 		if err != nil {
 			return Result{}, fmt.Errorf("record duplicate %s: %w: %w", f.Name, ErrUnavailable, err)
@@ -399,7 +428,18 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		return Result{Outcome: Duplicate, Batch: batch}, nil
 	}
 
-	rows, rej, skip := in.check(ctx, f, conv, opts)
+	var syncing *syncRows
+	var scope *scopeRead
+	if f.Sync != nil {
+		syncing = newSyncRows()
+		sctx, cancel := context.WithCancel(ctx)
+		defer func() {
+			cancel()
+			<-scope.done
+		}()
+		scope = in.readScope(sctx, f)
+	}
+	rows, rej, skip := in.check(ctx, f, conv, opts, syncing)
 	batch.Rows = rej.Rows
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
@@ -408,13 +448,43 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	if (rej.Err != nil || rej.Bad > 0) && !partial {
 		batch.Rejected = rej.Bad
 		batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
-		if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
+		if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
 			in.log.Error("audit rejected file", "file", f.Name, "err", err)
 		}
 		return Result{Outcome: Rejected, Batch: batch}, rej
 	}
 
+	var plan *syncPlan
+	if syncing != nil {
+		if plan, err = in.planSync(ctx, f, syncing, scope); err != nil {
+			return Result{}, err
+		}
+		batch.Diff = &plan.diff
+		switch {
+		case plan.diff.Held != "":
+			held := &HeldError{File: f.Name, Diff: plan.diff, Lines: plan.lines}
+			if err := in.audit(ctx, f, record.ActionFileHeld, record.OutcomeNoChange, &batch, firstLine(held.Error())); err != nil {
+				return Result{}, fmt.Errorf("record held %s: %w: %w", f.Name, ErrUnavailable, err)
+			}
+			return Result{Outcome: Held, Batch: batch}, held
+		case rej.Rows == 0 && plan.diff.Scope == 0:
+			rej.Err = fmt.Errorf("%s: %w: the file holds no task and its source none", f.Name, converters.ErrNoRows)
+			batch.Errors = []string{rej.Error()}
+			if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
+				in.log.Error("audit rejected file", "file", f.Name, "err", err)
+			}
+			return Result{Outcome: Rejected, Batch: batch}, rej
+		}
+	}
+
 	outcome, detail := Injected, fmt.Sprintf("%d tasks injected", batch.Rows)
+	if plan != nil {
+		d := plan.diff
+		detail = fmt.Sprintf("sync of %d rows: %d added, %d changed, %d removed, %d unchanged", batch.Rows, d.Added, d.Changed, d.Removed, d.Unchanged)
+		if f.Sync.Reviewed {
+			detail = "applied after review: " + detail
+		}
+	}
 	if partial {
 		rej.Partial = true
 		batch.Rejected = rej.Bad
@@ -423,7 +493,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		detail = fmt.Sprintf("%d of %d rows injected, %d rejected (policy %s); the rejected rows are listed in %s.errors.txt beside the archived file",
 			rej.Rows-rej.Bad, rej.Rows, rej.Bad, PolicyGoodRows, f.Name)
 	}
-	src := record.Source{Batch: id, File: f.Name, Actor: in.cfg.Actor}
+	src := record.Source{Batch: id, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	var fillErr error // the file's own problem, found while producing
 	err = in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
 		emit := func(r converters.Row) error {
@@ -433,18 +503,30 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 			if r.Err != nil {
 				return fmt.Errorf("file changed while injected: %w", r.Err)
 			}
-			produce(in.command(&r.Def, src, r.Line))
+			d := &r.Def
+			if plan != nil {
+				if d = plan.plan.Command(r.Def); d == nil {
+					return nil // unchanged: sent again, it would change nothing
+				}
+			}
+			produce(in.command(d, src, r.Line))
 			return nil
 		}
 		if rows != nil {
 			for _, r := range rows {
 				_ = emit(r)
 			}
-		} else if err := conv.Convert(ctx, f.Path, opts, emit); err != nil {
+		} else if err := conv.Convert(ctx, f.Path, opts, emit); err != nil && !(plan != nil && errors.Is(err, converters.ErrNoRows)) {
 			fillErr = err
 			return err
 		}
-		produce(in.auditRecord(record.ActionFileInjected, record.OutcomeOK, &batch, detail))
+		if plan != nil {
+			for _, key := range plan.removals {
+				d := diff.Delete(key)
+				produce(in.command(&d, src, 0))
+			}
+		}
+		produce(in.auditRecord(f, record.ActionFileInjected, record.OutcomeOK, &batch, detail))
 		return nil
 	})
 	if err != nil {
@@ -498,7 +580,7 @@ func (in *Injector) refused(ctx context.Context, f File, batch record.Batch, row
 		Err: errors.New("the brokers refused part of the file; nothing was injected")}
 	batch.Rejected = rej.Bad
 	batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
-	if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, lines[0]); err != nil {
+	if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, lines[0]); err != nil {
 		in.log.Error("audit rejected file", "file", f.Name, "err", err)
 	}
 	return Result{Outcome: Rejected, Batch: batch}, rej
@@ -546,7 +628,7 @@ func (in *Injector) checkSize(ctx context.Context, f File) *sizeError {
 	rej := &RejectedError{File: f.Name, Err: fmt.Errorf("file is %s (%d bytes), over the size limit of %s (max_file_bytes: %d); nothing was read or injected",
 		humanBytes(fi.Size()), fi.Size(), humanBytes(limit), limit)}
 	batch.Errors = []string{rej.Error()}
-	if err := in.audit(ctx, record.ActionFileRejected, record.OutcomeRejected, &batch, rej.Error()); err != nil {
+	if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, rej.Error()); err != nil {
 		in.log.Error("audit rejected file", "file", f.Name, "err", err)
 	}
 	return &sizeError{rej: rej, batch: batch}
@@ -575,7 +657,7 @@ const bufferRows = 20_000
 // every problem: invalid rows and task keys repeated within the file. It
 // returns the valid rows when there were few enough to keep, and the lines
 // of the invalid ones.
-func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options) ([]converters.Row, *RejectedError, map[int]struct{}) {
+func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows) ([]converters.Row, *RejectedError, map[int]struct{}) {
 	rej := &RejectedError{File: f.Name}
 	var rows []converters.Row
 	skip := map[int]struct{}{}
@@ -601,12 +683,21 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 				fail(r.Err.Error())
 			}
 			skip[r.Line] = struct{}{}
+			if sync != nil {
+				sync.add(r, false)
+			}
 			return nil
 		}
 		if err := rowCheck.Check(r); err != nil {
 			fail(err.Error())
 			skip[r.Line] = struct{}{}
+			if sync != nil {
+				sync.add(r, false)
+			}
 			return nil
+		}
+		if sync != nil {
+			sync.add(r, true)
 		}
 		if keep && len(rows) < bufferRows {
 			rows = append(rows, r)
@@ -616,9 +707,11 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 		return ctx.Err()
 	})
 	rej.Bad = len(skip)
-	if err != nil {
+	if err != nil && !(sync != nil && errors.Is(err, converters.ErrNoRows)) {
+		// A sync file may hold no task: it would empty its source,
+		// which is held for review.
 		rej.Err = err
-	} else if rej.Rows == 0 {
+	} else if rej.Rows == 0 && sync == nil {
 		rej.Err = errors.New("no rows: the file holds no job")
 	}
 	if !keep {
@@ -675,19 +768,22 @@ func (in *Injector) Audit(ctx context.Context, a record.Audit) error {
 	})
 }
 
-func (in *Injector) audit(ctx context.Context, action, outcome string, b *record.Batch, detail string) error {
+func (in *Injector) audit(ctx context.Context, f File, action, outcome string, b *record.Batch, detail string) error {
 	return in.transact(ctx, func(produce func(*kgo.Record)) error {
-		produce(in.auditRecord(action, outcome, b, detail))
+		produce(in.auditRecord(f, action, outcome, b, detail))
 		return nil
 	})
 }
 
-func (in *Injector) auditRecord(action, outcome string, b *record.Batch, detail string) *kgo.Record {
+// actor is who the audit trail says handled f.
+func (in *Injector) actor(f File) string { return cmp.Or(f.Actor, in.cfg.Actor) }
+
+func (in *Injector) auditRecord(f File, action, outcome string, b *record.Batch, detail string) *kgo.Record {
 	now := in.cfg.Now()
 	return in.encodeAudit(record.Audit{
 		ID:      action + ":" + b.ID + ":" + strconv.FormatInt(now.UnixNano(), 36),
 		At:      now.UnixMilli(),
-		Actor:   in.cfg.Actor,
+		Actor:   in.actor(f),
 		Action:  action,
 		Object:  b.File,
 		Outcome: outcome,
@@ -718,6 +814,7 @@ func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo
 		h = append(h,
 			kgo.RecordHeader{Key: record.HeaderBatch, Value: []byte(src.Batch)},
 			kgo.RecordHeader{Key: record.HeaderFile, Value: []byte(src.File)},
+			kgo.RecordHeader{Key: record.HeaderFolder, Value: []byte(src.Folder)},
 			kgo.RecordHeader{Key: record.HeaderRow, Value: []byte(strconv.Itoa(row))})
 	}
 	// The command's timestamp is when it was submitted: a task with no

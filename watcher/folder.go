@@ -312,7 +312,7 @@ func (f *folder) scan() error {
 // files inside it are not taken. The folder's own subfolders and watched
 // folders are not reported.
 func (f *folder) subfolder(name string) {
-	if _, ok := f.subfolders[name]; ok || name == ArchiveDir || name == FailedDir || f.nested[name] {
+	if _, ok := f.subfolders[name]; ok || name == ArchiveDir || name == FailedDir || name == HeldDir || f.nested[name] {
 		return
 	}
 	f.subfolders[name] = struct{}{}
@@ -651,7 +651,8 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	})
 	took := slog.Int64("duration_ms", f.clock.Since(start).Milliseconds())
 	var partial *PartialError
-	if !handled || err != nil && ctx.Err() != nil && !errors.As(err, &partial) {
+	var held *HeldError
+	if !handled || err != nil && ctx.Err() != nil && !errors.As(err, &partial) && !errors.As(err, &held) {
 		log.Info("shutting down: file left in "+ProcessingDir+" for the next start", took, "error", err)
 		return
 	}
@@ -659,6 +660,12 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	var move func() (string, error)
 	sub := FailedDir
 	switch {
+	case errors.As(err, &held):
+		sub = HeldDir
+		report := strings.TrimRight(held.Error(), "\n") + "\n"
+		move = func() (string, error) {
+			return moveWithReport(file.Path, filepath.Join(f.dir, HeldDir), name, HeldSuffix, report, f.clock.Now())
+		}
 	case errors.As(err, &partial):
 		// Handled, so archived even during shutdown: handling it again
 		// would find it done and lose the report.
@@ -685,6 +692,8 @@ func (f *folder) handle(ctx context.Context, name string, lock *os.File, recover
 	f.removeMarker(name, log)
 	f.moved(file, to)
 	switch {
+	case held != nil:
+		log.Warn("file held for review", took, "held_as", f.rel(to), "reason", brief(held.Err))
 	case partial != nil:
 		log.Warn("file handled in part", took, "archived_as", f.rel(to), "error", brief(partial.Err))
 	case err == nil:

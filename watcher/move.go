@@ -71,9 +71,14 @@ func moveNoClobber(src, dir, name string, now time.Time) (string, error) {
 // process die in between, the file is still in .processing and is handled
 // again at the next start.
 func moveFailed(src, dir, name, report string, now time.Time) (string, error) {
+	return moveWithReport(src, dir, name, ErrorsSuffix, report, now)
+}
+
+// moveWithReport is moveFailed with the report's suffix.
+func moveWithReport(src, dir, name, suffix, report string, now time.Time) (string, error) {
 	for n := range maxNames {
 		dst := filepath.Join(dir, candidateName(name, now, n))
-		errPath := dst + ErrorsSuffix
+		errPath := dst + suffix
 		err := writeNew(errPath, report)
 		if errors.Is(err, fs.ErrExist) {
 			continue

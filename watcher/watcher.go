@@ -24,6 +24,10 @@ const (
 	ArchiveDir    = "archive"
 	FailedDir     = "failed"
 	ErrorsSuffix  = ".errors.txt"
+	// HeldDir holds the files a Handler held for an operator's review
+	// (HeldError), each beside NAME.held.txt (HeldSuffix) saying why.
+	HeldDir    = "held"
+	HeldSuffix = ".held.txt"
 	// MarkerSuffix ends the name of the marker a sender writes after a
 	// file, in folders with Folder.DoneMarker: jobs.csv.done for jobs.csv.
 	MarkerSuffix = ".done"
@@ -48,6 +52,8 @@ type File struct {
 	// status and clock serve Progress.
 	status *folderStatus
 	clock  clockwork.Clock
+	// held is the name in held/ of a file TakeHeld took.
+	held string
 }
 
 // Progress is for the Handler to call whenever it makes headway with the
@@ -72,6 +78,9 @@ type Handler interface {
 	// A *PartialError moves the file to archive/ instead, beside
 	// NAME.errors.txt holding its text: the file was handled, but some of
 	// it was left out.
+	//
+	// A *HeldError moves the file to held/ instead, beside
+	// NAME.held.txt holding its text: the file waits for an operator.
 	//
 	// A *RetryError says the file could not be handled for a reason
 	// outside it (the brokers refuse writes, say): the file stays in
@@ -134,6 +143,19 @@ func (e *PartialError) Error() string { return e.Err.Error() }
 
 // Unwrap returns Err.
 func (e *PartialError) Unwrap() error { return e.Err }
+
+// HeldError is what a Handler returns for a file it will not handle
+// without an operator's review: the file moves to held/ beside
+// NAME.held.txt holding Err's text, and waits there until TakeHeld takes
+// it for the operator's decision.
+type HeldError struct {
+	Err error
+}
+
+func (e *HeldError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *HeldError) Unwrap() error { return e.Err }
 
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, f File) error
@@ -266,7 +288,7 @@ func New(cfg Config, h Handler, log *slog.Logger) (*Watcher, error) {
 			if a == b {
 				return nil, fmt.Errorf("watcher: folder %s: listed twice", cfg.Folders[j].Dir)
 			}
-			for _, sub := range []string{ProcessingDir, ArchiveDir, FailedDir} {
+			for _, sub := range []string{ProcessingDir, ArchiveDir, FailedDir, HeldDir} {
 				s := filepath.Join(a, sub)
 				if b == s || strings.HasPrefix(b, s+string(filepath.Separator)) {
 					return nil, fmt.Errorf("watcher: folder %s: inside the %s folder of %s", cfg.Folders[j].Dir, sub, cfg.Folders[i].Dir)
@@ -312,7 +334,7 @@ func ensureSubfolders(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s: not a directory", dir)
 	}
-	for _, sub := range []string{ProcessingDir, ArchiveDir, FailedDir} {
+	for _, sub := range []string{ProcessingDir, ArchiveDir, FailedDir, HeldDir} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -70,7 +71,7 @@ func (s *Server) openKept(b storetype.Batch, suffix string) (*os.File, error) {
 // lookup inside the subfolder whatever the name holds.
 func (s *Server) openIn(dir, sub, name string) (*os.File, error) {
 	dir, ok := s.watchedFolder(dir)
-	if !ok || (sub != "archive" && sub != "failed") || !plainName(name) {
+	if !ok || (sub != "archive" && sub != "failed" && sub != "held") || !plainName(name) {
 		return nil, fs.ErrNotExist
 	}
 	root, err := os.OpenRoot(filepath.Join(dir, sub))
@@ -160,6 +161,10 @@ type uploadModel struct {
 	Message  string
 	Problem  string
 	Previews bool
+	// Diff is what the file would change of what runs now, after a dry
+	// run, with its first changes.
+	Diff      *record.Diff
+	DiffLines []string
 }
 
 func (s *Server) uploadForm(w http.ResponseWriter, r *http.Request) {
@@ -227,6 +232,29 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/files?uploaded="+m.Name, http.StatusSeeOther)
 }
 
+// stageNamed copies src under name into a hidden folder of the upload
+// folder, which the watcher leaves alone; done removes it.
+func (s *Server) stageNamed(src io.Reader, name string) (path string, done func(), err error) {
+	dir, err := os.MkdirTemp(s.cfg.UploadDir, ".dryrun-")
+	if err != nil {
+		return "", nil, err
+	}
+	done = func() { os.RemoveAll(dir) }
+	path = filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = io.Copy(f, src)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		done()
+		return "", nil, err
+	}
+	return path, done, nil
+}
+
 // stage copies the upload to a hidden temporary file in the upload
 // folder, which the watcher ignores, so that the drop is one rename.
 func (s *Server) stage(src io.Reader) (string, error) {
@@ -271,6 +299,22 @@ func (s *Server) dryRun(r *http.Request, staged string, m *uploadModel) {
 		m.Problem = "The file could not be stored; see the server log."
 		return
 	}
+	defer func() {
+		if m.Problem != "" || m.Bad > 0 || s.cfg.Differ == nil {
+			return
+		}
+		d, lines, err := s.cfg.Differ(r.Context(), "", m.Name, path)
+		if err != nil {
+			m.Problem = "The file could not be compared with what runs now: " + firstLine(err.Error())
+			return
+		}
+		m.Diff, m.DiffLines = &d, lines[:min(len(lines), maxPreviewRows)]
+		m.Message = fmt.Sprintf("Against what runs now: %d added, %d changed, %d removed, %d unchanged. Nothing was injected.",
+			d.Added, d.Changed, d.Removed, d.Unchanged)
+		if d.Held != "" {
+			m.Message += " Dropped, it would be held for review: " + d.Held + "."
+		}
+	}()
 	now := s.now()
 	total := 0
 	err = s.cfg.Preview(r.Context(), m.Name, path, func(line int, d task.Definition, err error) error {

@@ -129,3 +129,21 @@ func taskListURL(path string, f storetype.TaskFilter, status string) string {
 func bulkSelects(f storetype.TaskFilter) bool {
 	return f.Batch != "" || f.Host != "" || f.Name != "" || f.Topic != ""
 }
+
+// diffClass styles a line of a sync's diff by its kind: "+ …" added,
+// "~ …" changed, "- …" removed (after the "row N: " a line may start
+// with).
+func diffClass(line string) string {
+	if _, rest, ok := strings.Cut(line, ": "); ok && strings.HasPrefix(line, "row ") {
+		line = rest
+	}
+	switch {
+	case strings.HasPrefix(line, "+"):
+		return "diff-add"
+	case strings.HasPrefix(line, "~"):
+		return "diff-change"
+	case strings.HasPrefix(line, "-"):
+		return "diff-remove"
+	}
+	return ""
+}

@@ -64,6 +64,12 @@ type Config struct {
 	// Commander carries every write to Kafka. Nil makes the console
 	// read-only: writes answer 503.
 	Commander Commander
+	// Reviewer decides held files (Apply, Reject). Nil: those requests
+	// answer 503.
+	Reviewer Reviewer
+	// Differ says what a file would change of the tasks that run now, for
+	// the upload's dry run and POST /api/diff. Nil: neither shows a diff.
+	Differ Differ
 	// Users are the local accounts. With none, Anonymous is implied.
 	Users []User
 	// Anonymous lets everyone in as an admin named "local": only for a
@@ -195,6 +201,9 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("POST /api/tasks/{rest...}", s.postTasks)
 	mux.HandleFunc("DELETE /api/tasks/{key...}", s.deleteTask)
 	mux.HandleFunc("POST /api/executions/{fireId}/status", s.postStatus)
+	mux.HandleFunc("POST /api/diff", s.postDiff)
+	mux.HandleFunc("POST /api/files/{id}/apply", s.decideHeld(true))
+	mux.HandleFunc("POST /api/files/{id}/reject", s.decideHeld(false))
 	mux.HandleFunc("GET /api/activity", s.apiActivity)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/diff"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/metrics"
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -95,6 +96,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		Topics:          cfg.Topics,
 		Now:             h.clock.Now,
 		OnFile:          countFile(met),
+		Sources:         wholeStore{st, rec},
 	}, wholeStore{st, rec}, log)
 	if err != nil {
 		return err
@@ -125,20 +127,26 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 			Dir: f.Dir, Poll: f.Poll, PollInterval: f.PollInterval, MinAge: f.MinAge, DoneMarker: f.DoneMarker,
 		})
 	}
+	pipe := newPipeline(inj, newRegistry(), cfg.Watch, cfg.Node, countRefused(met), log)
 	wat, err := watcher.New(watcher.Config{
 		Folders:       folders,
 		StableChecks:  cfg.Watcher.StableChecks,
 		CheckInterval: cfg.Watcher.CheckInterval,
 		Rescan:        cfg.Watcher.Rescan,
-	}, newPipeline(inj, newRegistry(), cfg.Watch, cfg.Node, countRefused(met), log), log)
+	}, pipe, log)
 	if err != nil {
 		return err
 	}
 	watched := newFolderWatch(cfg.Watcher, wat.Status)
 	met.ObserveFolders(watched.gauges)
+	met.ObserveHeldFiles(func() int {
+		held, _ := st.HeldBatches(context.Background())
+		return len(held)
+	})
 	ready := newReadiness(cfg, admin, met.KafkaClients(), rec, watched)
 	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
-	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, watched)
+	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
+	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}
 	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err
@@ -220,11 +228,68 @@ func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Record
 }
 
 // wholeStore answers the injector's "was this content injected before?"
-// from the store, waiting while the recorder rebuilds a database deleted
-// under it: a file dropped again meanwhile is still told a duplicate.
+// and a sync's "which tasks run now?" from the store, waiting while the
+// recorder rebuilds a database deleted under it: a file dropped again
+// meanwhile is still told a duplicate.
 type wholeStore struct {
 	st  *store.Store
 	rec *store.Recorder
+}
+
+var (
+	_ injector.Batches = wholeStore{}
+	_ injector.Sources = wholeStore{}
+)
+
+// WaitApplied returns once the engine's checkpoints recorded are past
+// offsets on every input partition.
+func (w wholeStore) WaitApplied(ctx context.Context, offsets map[int32]int64) error {
+	for {
+		applied := w.rec.Applied()
+		done, err := w.st.Checkpoints(ctx)
+		if err != nil {
+			return err
+		}
+		behind := ""
+		for p, off := range offsets {
+			if done[p] <= off {
+				behind = fmt.Sprintf("input partition %d applied up to offset %d, not yet past %d", p, done[p], off)
+				break
+			}
+		}
+		if behind == "" {
+			return nil
+		}
+		select {
+		case <-applied:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", behind, ctx.Err())
+		}
+	}
+}
+
+// SourceTasks answers the tasks of a sync source.
+func (w wholeStore) SourceTasks(ctx context.Context, s injector.Source, fn func(diff.Current) error) error {
+	return w.rec.Whole(ctx, func() error {
+		return w.st.SourceTasks(ctx, s.Folder, s.File, s.Hosts, currentOf(true, fn))
+	})
+}
+
+// Tasks answers the tasks of keys.
+func (w wholeStore) Tasks(ctx context.Context, keys []string, fn func(diff.Current) error) error {
+	return w.rec.Whole(ctx, func() error { return w.st.TasksByKey(ctx, keys, currentOf(false, fn)) })
+}
+
+// currentOf reads the store's tasks for a sync: a task whose definition is
+// not known (only its end was recorded) is left out, as if it did not run.
+func currentOf(inScope bool, fn func(diff.Current) error) func(store.SourceTask) error {
+	return func(t store.SourceTask) error {
+		c := diff.Current{Key: t.Key, Live: t.Live, InScope: inScope}
+		if t.Definition == "" || diff.Decode([]byte(t.Definition), &c.Definition) != nil {
+			return nil
+		}
+		return fn(c)
+	}
 }
 
 func (w wholeStore) BatchInjected(ctx context.Context, id string) (bool, error) {
@@ -270,6 +335,22 @@ func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now 
 				}
 				return emit(r.Line, r.Def, r.Err)
 			})
+		}
+		wc.Differ = func(ctx context.Context, dir, name, path string) (record.Diff, []string, error) {
+			into := folder
+			if dir != "" {
+				var err error
+				if into, err = folderFor(cfg, dir, path); err != nil {
+					return record.Diff{}, nil, err
+				}
+			}
+			conv, err := converterFor(reg, into, name)
+			if err != nil {
+				return record.Diff{}, nil, err
+			}
+			file := into.file(path, name, filepath.Clean(into.Dir))
+			file.Sync = into.sync(conv)
+			return inj.Diff(ctx, file, conv, into.Options)
 		}
 	}
 	return wc

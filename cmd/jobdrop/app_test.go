@@ -25,7 +25,7 @@ import (
 
 // instance is jobdrop running in-process on temporary folders and free ports.
 type instance struct {
-	t       *testing.T
+	t       testing.TB
 	cfg     Config
 	inbox   string
 	clock   *clockwork.FakeClock
@@ -56,14 +56,14 @@ func (l *logBuffer) String() string {
 
 // startInstance runs jobdrop on its embedded broker, or on brokers when
 // given (so that they outlive the run).
-func startInstance(t *testing.T, brokers ...string) *instance {
+func startInstance(t testing.TB, brokers ...string) *instance {
 	t.Helper()
 	return startInstanceEnv(t, nil, brokers...)
 }
 
 // startInstanceEnv is startInstance with more JOBDROP_ variables, which
 // override the test's own (JOBDROP_WATCH_0_DIR to share a folder, say).
-func startInstanceEnv(t *testing.T, env []string, brokers ...string) *instance {
+func startInstanceEnv(t testing.TB, env []string, brokers ...string) *instance {
 	t.Helper()
 	dir := t.TempDir()
 	cfg, err := loadConfig("", append([]string{

@@ -97,8 +97,35 @@ type Folder struct {
 	MinAge time.Duration `yaml:"min_age"`
 	// DoneMarker takes NAME only once NAME.done exists; the marker is
 	// removed after the file is handled.
-	DoneMarker         bool `yaml:"done_marker"`
+	DoneMarker bool `yaml:"done_marker"`
+	// Sync makes each file the whole truth of its source (SyncScope):
+	// rows new or changed since the last version are inserted or
+	// updated, the tasks it no longer holds deleted. Unset: on for files
+	// the crontab converter reads, off for the others.
+	Sync *bool `yaml:"sync"`
+	// SyncScope is what a file replaces: "file" (the default), the tasks
+	// earlier files of the same name in this folder created; or "host",
+	// the tasks any file of this folder created for the hosts it names.
+	SyncScope string `yaml:"sync_scope"`
+	// SyncMaxRemove is the largest share, in percent, of its source's
+	// tasks a version may delete; one that would delete more, or all of
+	// them, is held for an operator's Apply or Reject. Defaults to 50.
+	SyncMaxRemove      *int `yaml:"sync_max_remove"`
 	converters.Options `yaml:",inline"`
+}
+
+// sync is the sync policy of a file of the folder read by conv; nil when
+// the folder does not sync it.
+func (f Folder) sync(conv converters.Converter) *injector.Sync {
+	_, crontab := conv.(converters.Crontab)
+	if f.Sync == nil && !crontab || f.Sync != nil && !*f.Sync {
+		return nil
+	}
+	share := 50
+	if f.SyncMaxRemove != nil {
+		share = *f.SyncMaxRemove
+	}
+	return &injector.Sync{ByHost: f.SyncScope == "host", MaxRemove: float64(share) / 100}
 }
 
 // Pattern maps file names to a converter.
@@ -355,6 +382,12 @@ func (f Folder) validate(at string) error {
 	}
 	if f.MinAge < 0 {
 		errs = append(errs, fmt.Errorf("%s.min_age: %s: must not be negative", at, f.MinAge))
+	}
+	if f.SyncScope != "" && f.SyncScope != "file" && f.SyncScope != "host" {
+		errs = append(errs, fmt.Errorf("%s.sync_scope: %q is not file or host", at, f.SyncScope))
+	}
+	if m := f.SyncMaxRemove; m != nil && (*m < 0 || *m > 100) {
+		errs = append(errs, fmt.Errorf("%s.sync_max_remove: %d: want a percentage, 0 to 100", at, *m))
 	}
 	return errors.Join(errs...)
 }

@@ -66,7 +66,7 @@ func heapPeak() (stop func() uint64) {
 // placeFile writes name into dir the way drop does (a hidden temporary
 // name, renamed into place), streaming the content from write so that a
 // large file is never held in memory whole.
-func placeFile(t *testing.T, dir, name string, write func(w *bufio.Writer) error) {
+func placeFile(t testing.TB, dir, name string, write func(w *bufio.Writer) error) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

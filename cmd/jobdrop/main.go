@@ -27,6 +27,9 @@ Usage:
                                                   inject one file as the watcher would
                                                   (--folder: whose settings apply; default:
                                                   the watched folder FILE is in, or the only one)
+  jobdrop diff FILE --node URL [--folder DIR] [--name NAME] [--user NAME --password-file FILE] [--json]
+                                                  what FILE would change of the tasks running
+                                                  on a node (exit 0: nothing; 1: changes; 2: error)
   jobdrop hash-password < PASSWORD-LINE          print the bcrypt hash for console.users
 
 With no config file jobdrop keeps its data in ./data, watches ./inbox, serves
@@ -78,6 +81,7 @@ func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	configPath := fs.String("config", "", "configuration file (YAML)")
 	var preview int
 	var from, folder string
+	var diff diffOptions
 	switch cmd {
 	case "run":
 	case "convert":
@@ -86,6 +90,13 @@ func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.StringVar(&folder, "folder", "", "use the converter, defaults and mapping of this watched `dir`")
 	case "inject":
 		fs.StringVar(&folder, "folder", "", "use the converter, defaults and mapping of this watched `dir`")
+	case "diff":
+		fs.StringVar(&diff.node, "node", "", "the console `URL` of a running node")
+		fs.StringVar(&diff.folder, "folder", "", "the node's watched folder `dir` the file would be dropped into (default: its first)")
+		fs.StringVar(&diff.name, "name", "", "the `name` the file would be dropped as (default: its own)")
+		fs.StringVar(&diff.user, "user", "", "a console user `name`, for a node with console.users")
+		fs.StringVar(&diff.passwordFile, "password-file", "", "the `file` holding --user's password")
+		fs.BoolVar(&diff.json, "json", false, "print the node's answer as JSON")
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -115,6 +126,12 @@ func mainErr(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return errors.New("convert takes one FILE")
 		}
 		return convert(ctx, cfg, pos[0], folder, preview, from, stdout, stderr)
+	case "diff":
+		if len(pos) != 1 {
+			fmt.Fprintln(stderr, "jobdrop diff: takes one FILE")
+			return exitError(2)
+		}
+		return diffFile(ctx, pos[0], diff, stdout, stderr)
 	default:
 		if len(pos) != 1 {
 			return errors.New("inject takes one FILE")

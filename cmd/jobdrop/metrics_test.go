@@ -62,7 +62,7 @@ func (in *instance) scrape() scraped {
 
 // scraped is one scrape of /metrics.
 type scraped struct {
-	t   *testing.T
+	t   testing.TB
 	mfs map[string]*dto.MetricFamily
 }
 

@@ -65,8 +65,8 @@ func countRecorded(m *metrics.Metrics) func(store.Progress) {
 // consoleNotice warns the console's pages of what an operator must know
 // whatever page is open: what they show is less than what Kafka holds
 // (the database is being rebuilt, or cannot take what the recorder
-// reads), or a folder is stalled or slow.
-func consoleNotice(rec *store.Recorder, folders folderWatch) func() string {
+// reads), a folder is stalled or slow, or files wait for review.
+func consoleNotice(rec *store.Recorder, st *store.Store, folders folderWatch) func() string {
 	return func() string {
 		var parts []string
 		err := rec.Err()
@@ -78,6 +78,13 @@ func consoleNotice(rec *store.Recorder, folders folderWatch) func() string {
 		}
 		if n := folders.notice(); n != "" {
 			parts = append(parts, n)
+		}
+		if held, err := st.HeldBatches(context.Background()); err == nil && len(held) > 0 {
+			var names []string
+			for _, b := range held {
+				names = append(names, fmt.Sprintf("%s in %s (%d of its source's tasks would be deleted)", b.File, b.Folder, b.Diff.Removed))
+			}
+			parts = append(parts, fmt.Sprintf("Held for review: %s. Open each file's page to apply or reject it.", strings.Join(names, "; ")))
 		}
 		return strings.Join(parts, " ")
 	}

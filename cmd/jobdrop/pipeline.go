@@ -158,6 +158,11 @@ func (p *pipeline) HandleFile(ctx context.Context, f watcher.File) error {
 		return &watcher.RetryError{Err: err}
 	}
 	var rej *injector.RejectedError
+	var held *injector.HeldError
+	if errors.As(err, &held) {
+		// Recorded as held: it waits in held/ for an operator.
+		return &watcher.HeldError{Err: err}
+	}
 	if err != nil && ctx.Err() == nil && !errors.As(err, &rej) {
 		// Nothing of the file was recorded: say why on its arrival.
 		p.arrive(context.WithoutCancel(ctx), f.Dir, f.Name, record.ActionFileFailed, err.Error(), nil)
@@ -174,6 +179,7 @@ func (p *pipeline) handle(ctx context.Context, f watcher.File) error {
 	file := folder.file(f.Path, f.Name, f.Dir)
 	file.Arrival = record.ArrivalID(f.Dir, f.Name)
 	file.Progress = f.Progress
+	file.Sync = folder.sync(conv)
 	res, err := p.inj.Inject(ctx, file, conv, folder.Options)
 	if res.Batch.ID != "" {
 		p.mu.Lock()

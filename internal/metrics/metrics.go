@@ -59,6 +59,7 @@ type Metrics struct {
 	activeOnce  sync.Once
 	pausedOnce  sync.Once
 	foldersOnce sync.Once
+	heldOnce    sync.Once
 }
 
 // Folders is what the watched folders of a node are doing, read at every
@@ -249,6 +250,17 @@ func (m *Metrics) ObserveFolders(folders func() Folders) {
 			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: g.name, Help: g.help},
 				func() float64 { return g.value(folders()) }))
 		}
+	})
+}
+
+// ObserveHeldFiles exposes jobdrop_files_held, read from held at every
+// scrape. Only the first call has an effect.
+func (m *Metrics) ObserveHeldFiles(held func() int) {
+	m.heldOnce.Do(func() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "files_held",
+			Help: "Files of sync folders held for review because they would delete too much of what earlier versions created: they wait in held/ for an operator's Apply or Reject. Every node counts the whole cluster's: take the max over instances.",
+		}, func() float64 { return float64(held()) }))
 	})
 }
 

@@ -162,6 +162,7 @@ func exposedMetrics(t *testing.T) map[string]*dto.MetricFamily {
 	m := New()
 	m.ObserveActiveTasks(func() int64 { return 0 })
 	m.ObserveFolders(func() Folders { return Folders{} })
+	m.ObserveHeldFiles(func() int { return 0 })
 	m.ObservePausedByFaultPolicy(func() int64 { return 0 })
 	m.FireRefused("MESSAGE_TOO_LARGE")
 	traffic(t, m)

@@ -12,9 +12,19 @@ import (
 const (
 	HeaderBatch = "jobdrop-batch"       // batch id: SHA-256 of the source file
 	HeaderFile  = "jobdrop-source-file" // file name as dropped
-	HeaderRow   = "jobdrop-source-row"  // 1-based row (line) in the file
-	HeaderActor = "jobdrop-actor"       // who sent the command
+	// HeaderFolder is the watched folder the file was dropped into, as
+	// configured: with the file name, the source a sync folder's file
+	// replaces.
+	HeaderFolder = "jobdrop-source-folder"
+	HeaderRow    = "jobdrop-source-row" // 1-based row (line) in the file
+	HeaderActor  = "jobdrop-actor"      // who sent the command
 )
+
+// HeaderBarrier marks a record of the input topic that is no command: a
+// sync writes one to each input partition and waits until the engine's
+// checkpoint on the state topic is past it, so that the tasks recorded
+// reflect every command committed before.
+const HeaderBarrier = "jobdrop-barrier"
 
 // Header names carried by fired events, so a router needs no JSON parsing.
 const (
@@ -35,10 +45,11 @@ const (
 
 // Source says where a command came from.
 type Source struct {
-	Batch string `json:"batch,omitempty"`
-	File  string `json:"file,omitempty"`
-	Row   int    `json:"row,omitempty"`
-	Actor string `json:"actor,omitempty"`
+	Batch  string `json:"batch,omitempty"`
+	File   string `json:"file,omitempty"`
+	Folder string `json:"folder,omitempty"`
+	Row    int    `json:"row,omitempty"`
+	Actor  string `json:"actor,omitempty"`
 }
 
 // State is the value of a task's record on the state topic: everything the

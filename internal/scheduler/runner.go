@@ -867,9 +867,10 @@ var errTarget = errors.New("target topic unavailable")
 // apply changes the in-memory tasks for one command. Commands from files are
 // audited by the file's own record; others (API, console) one by one.
 func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *change) error {
-	if firedEvent(rec) {
+	if notCommand(rec) {
 		// A task whose target is the input topic itself, as in
-		// light-scheduler's own example: its events are no commands.
+		// light-scheduler's own example: its events are no commands. A
+		// barrier only moves the checkpoint past it.
 		return nil
 	}
 	src := sourceOf(rec)
@@ -950,7 +951,7 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 				// A change by hand (pause, resume, API) keeps the file the
 				// task came from.
 				from := t.source(i)
-				st.Source.Batch, st.Source.File, st.Source.Row = from.batch, from.file, int(t.at(i).row)
+				st.Source.Batch, st.Source.File, st.Source.Folder, st.Source.Row = from.batch, from.file, from.folder, int(t.at(i).row)
 			}
 			action = record.ActionTaskUpdated
 			if sameData {
@@ -1034,11 +1035,11 @@ func (r *runner) audit(src record.Source, action, object, outcome, detail string
 	return &kgo.Record{Topic: r.e.cfg.Topics.Audit, Key: []byte(actor), Value: v}
 }
 
-// firedEvent reports whether rec is an event a task fired rather than a
-// command: fired events carry the fire id header, commands never do.
-func firedEvent(rec *kgo.Record) bool {
+// notCommand reports whether rec is no command: an event a task fired
+// (they carry the fire id header, commands never do) or a sync's barrier.
+func notCommand(rec *kgo.Record) bool {
 	for _, h := range rec.Headers {
-		if h.Key == record.HeaderFireID {
+		if h.Key == record.HeaderFireID || h.Key == record.HeaderBarrier {
 			return true
 		}
 	}
@@ -1053,6 +1054,8 @@ func sourceOf(rec *kgo.Record) record.Source {
 			s.Batch = string(h.Value)
 		case record.HeaderFile:
 			s.File = string(h.Value)
+		case record.HeaderFolder:
+			s.Folder = string(h.Value)
 		case record.HeaderRow:
 			s.Row, _ = strconv.Atoi(string(h.Value))
 		case record.HeaderActor:

@@ -65,7 +65,7 @@ func (s *slot) blob() spillRef { return spillRef{off: s.off, n: s.n} }
 
 // source is where tasks came from, less the row: shared by a file's tasks.
 type source struct {
-	batch, file, actor string
+	batch, file, folder, actor string
 }
 
 func newTable(sp *spill) *table {
@@ -151,7 +151,7 @@ func (t *table) set(key string, d *task.Definition, st *record.State, data []byt
 		shape.Name, shape.Start, shape.Data = "", nil, nil
 		return &shape
 	})
-	src := source{batch: st.Source.Batch, file: st.Source.File, actor: st.Source.Actor}
+	src := source{batch: st.Source.Batch, file: st.Source.File, folder: st.Source.Folder, actor: st.Source.Actor}
 	s.src = t.sources.add(src, func() source { return src })
 	t.setFault(i, st.Fault)
 	return i, nil
@@ -249,7 +249,7 @@ func (t *table) state(i int32, key string, now int64) record.State {
 	st := record.State{
 		Definition: t.definition(i, key),
 		Anchor:     s.anchor, NextFire: s.nextFire, FireCount: s.fireCount, LastFire: s.lastFire,
-		Source:    record.Source{Batch: src.batch, File: src.file, Actor: src.actor, Row: int(s.row)},
+		Source:    record.Source{Batch: src.batch, File: src.file, Folder: src.folder, Actor: src.actor, Row: int(s.row)},
 		UpdatedAt: now,
 	}
 	if f, ok := t.faults[i]; ok {

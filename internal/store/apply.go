@@ -176,6 +176,10 @@ func (s *Store) Offsets(ctx context.Context) (map[string]map[int32]int64, error)
 	return out, nil
 }
 
+// checkpointKey keys the engine's record, on each state partition, of how
+// far it applied the input partition of the same number.
+const checkpointKey = "#checkpoint"
+
 // applier applies records inside one transaction, preparing each
 // statement once per transaction.
 type applier struct {
@@ -293,23 +297,37 @@ func (a *applier) audit(r *kgo.Record) error {
 	}
 	b := ev.Batch
 	switch ev.Action {
-	case record.ActionFileInjected, record.ActionFileRejected:
+	case record.ActionFileInjected, record.ActionFileRejected, record.ActionFileHeld:
 		status := storetype.BatchInjected
-		if ev.Action == record.ActionFileRejected {
+		switch ev.Action {
+		case record.ActionFileRejected:
 			status = storetype.BatchRejected
+		case record.ActionFileHeld:
+			status = storetype.BatchHeld
+		}
+		var added, changed, removed, unchanged any
+		lines := ""
+		if d := b.Diff; d != nil {
+			added, changed, removed, unchanged = d.Added, d.Changed, d.Removed, d.Unchanged
+			lines = strings.Join(d.Lines, "\n")
 		}
 		// A file once injected stays injected: a later rejection of the
 		// same content (after a mapping change, say) does not undo it.
-		return a.exec(`INSERT INTO batches (id, file, folder, size, rows, rejected, status, errors, first_seen_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		return a.exec(`INSERT INTO batches (id, file, folder, size, rows, rejected, status, errors, first_seen_at, updated_at,
+				added, changed, removed, unchanged, diff)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET
 				file = excluded.file, folder = excluded.folder, size = excluded.size,
 				rows = excluded.rows, rejected = excluded.rejected,
 				status = excluded.status, errors = excluded.errors,
+				added = coalesce(excluded.added, added), changed = coalesce(excluded.changed, changed),
+				removed = coalesce(excluded.removed, removed), unchanged = coalesce(excluded.unchanged, unchanged),
+				diff = CASE WHEN excluded.added IS NULL THEN diff ELSE excluded.diff END,
 				first_seen_at = min(first_seen_at, excluded.first_seen_at),
 				updated_at = max(updated_at, excluded.updated_at)
 			WHERE excluded.status = 'injected' OR status <> 'injected'`,
-			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, status, strings.Join(b.Errors, "\n"), at, at)
+			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, status, strings.Join(b.Errors, "\n"), at, at,
+			added, changed, removed, unchanged, lines)
 	case record.ActionFileDuplicate:
 		// The original's status and counts stay; the batch only counts
 		// the sighting. The full story (which file, when) is the audit row.
@@ -356,8 +374,19 @@ func (a *applier) arrival(ev *record.Audit, at int64) error {
 
 func (a *applier) state(r *kgo.Record) error {
 	key := string(r.Key)
+	if key == checkpointKey && len(r.Value) > 0 {
+		var c struct {
+			InputOffset int64 `json:"inputOffset"`
+		}
+		if err := decode(r, &c); err != nil {
+			return err
+		}
+		return a.exec(`INSERT INTO engine_checkpoints (partition, input_offset) VALUES (?, ?)
+			ON CONFLICT (partition) DO UPDATE SET input_offset = max(input_offset, excluded.input_offset)`,
+			r.Partition, c.InputOffset)
+	}
 	if strings.HasPrefix(key, "#") {
-		return nil // the engine's own checkpoints
+		return nil // the engine's own records
 	}
 	if len(r.Value) == 0 {
 		return a.stateEnd(r, key)
@@ -380,22 +409,26 @@ func (a *applier) state(r *kgo.Record) error {
 	if d.Name != "" {
 		name = d.Name
 	}
+	if err := a.taskFault(key, st.Fault); err != nil {
+		return err
+	}
 	def, err := json.Marshal(d)
 	if err != nil {
 		return malformed("encode definition: %v", err)
 	}
 	return a.exec(`INSERT INTO tasks (key, host, name, topic, schedule, definition, anchor, next_fire, fire_count, last_fire,
-			batch_id, source_file, source_row, status, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)
+			batch_id, source_file, source_folder, source_row, status, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)
 		ON CONFLICT (key) DO UPDATE SET
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			schedule = excluded.schedule, definition = excluded.definition,
 			anchor = excluded.anchor, next_fire = excluded.next_fire,
 			fire_count = excluded.fire_count, last_fire = excluded.last_fire,
-			batch_id = excluded.batch_id, source_file = excluded.source_file, source_row = excluded.source_row,
+			batch_id = excluded.batch_id, source_file = excluded.source_file, source_folder = excluded.source_folder,
+			source_row = excluded.source_row,
 			status = 'active', updated_at = excluded.updated_at`,
 		key, host, name, d.Topic, d.When(), string(def), nullMillis(st.Anchor), nullMillis(st.NextFire),
-		st.FireCount, nullMillis(st.LastFire), st.Source.Batch, st.Source.File, st.Source.Row,
+		st.FireCount, nullMillis(st.LastFire), st.Source.Batch, st.Source.File, st.Source.Folder, st.Source.Row,
 		millisOr(st.UpdatedAt, r))
 }
 
@@ -412,9 +445,23 @@ func (a *applier) stateEnd(r *kgo.Record, key string) error {
 			status = storetype.TaskCompleted
 		}
 	}
+	if err := a.taskFault(key, nil); err != nil {
+		return err
+	}
 	return a.exec(`INSERT INTO tasks (key, host, name, status, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET status = excluded.status, next_fire = NULL, updated_at = excluded.updated_at`,
 		key, host, name, status, r.Timestamp.UnixMilli())
+}
+
+// taskFault records what the engine's fault policy holds of the task with
+// key, as its latest state says: nil clears it.
+func (a *applier) taskFault(key string, f *record.Fault) error {
+	if f == nil {
+		return a.exec(`DELETE FROM task_faults WHERE key = ?`, key)
+	}
+	return a.exec(`INSERT INTO task_faults (key, fault, paused, at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET fault = excluded.fault, paused = excluded.paused, at = excluded.at`,
+		key, f.Description(), f.Paused, f.At)
 }
 
 func (a *applier) execution(r *kgo.Record) error {

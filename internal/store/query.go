@@ -45,16 +45,25 @@ type scanner interface{ Scan(...any) error }
 
 const batchColumns = `b.id, b.file, b.folder, b.size, b.rows, b.rejected, b.status, b.errors,
 	b.duplicates, b.last_duplicate_at, b.first_seen_at, b.updated_at,
-	(SELECT count(*) FROM tasks t WHERE t.batch_id = b.id)`
+	(SELECT count(*) FROM tasks t WHERE t.batch_id = b.id),
+	b.added, b.changed, b.removed, b.unchanged, b.diff`
 
 func scanBatch(s scanner) (storetype.Batch, error) {
 	var b storetype.Batch
-	var errs string
-	var lastDup sql.NullInt64
+	var errs, diff string
+	var lastDup, added, changed, removed, unchanged sql.NullInt64
 	var first, updated int64
 	if err := s.Scan(&b.ID, &b.File, &b.Folder, &b.Size, &b.Rows, &b.Rejected, &b.Status, &errs,
-		&b.Duplicates, &lastDup, &first, &updated, &b.Tasks); err != nil {
+		&b.Duplicates, &lastDup, &first, &updated, &b.Tasks,
+		&added, &changed, &removed, &unchanged, &diff); err != nil {
 		return b, err
+	}
+	if added.Valid {
+		b.Diff = &storetype.Diff{Added: int(added.Int64), Changed: int(changed.Int64), Removed: int(removed.Int64),
+			Unchanged: int(unchanged.Int64)}
+		if diff != "" {
+			b.Diff.Lines = strings.Split(diff, "\n")
+		}
 	}
 	if errs != "" {
 		b.Errors = strings.Split(errs, "\n")
@@ -147,7 +156,8 @@ const taskColumns = `t.key, t.host, t.name, t.topic, t.schedule, t.definition, t
 	t.fire_count, t.last_fire, t.batch_id, t.source_file, t.source_row, t.status, t.updated_at,
 	(SELECT count(*) FROM executions e WHERE e.host = t.host AND e.name = t.name),
 	(SELECT max(e.scheduled_at) FROM executions e WHERE e.host = t.host AND e.name = t.name),
-	coalesce(json_extract(nullif(t.definition, ''), '$.active') = 0, 0)`
+	coalesce(json_extract(nullif(t.definition, ''), '$.active') = 0, 0),
+	coalesce((SELECT f.fault FROM task_faults f WHERE f.key = t.key), '')`
 
 func scanTask(s scanner) (storetype.Task, error) {
 	var t storetype.Task
@@ -155,7 +165,7 @@ func scanTask(s scanner) (storetype.Task, error) {
 	var updated int64
 	if err := s.Scan(&t.Key, &t.Host, &t.Name, &t.Topic, &t.Schedule, &t.Definition, &anchor, &next,
 		&t.FireCount, &last, &t.Batch, &t.SourceFile, &t.SourceRow, &t.Status, &updated,
-		&t.Executions, &lastExec, &t.Paused); err != nil {
+		&t.Executions, &lastExec, &t.Paused, &t.Fault); err != nil {
 		return t, err
 	}
 	t.Anchor = timePtr(anchor)
@@ -436,6 +446,9 @@ func (s *Store) Summary(ctx context.Context) (storetype.Summary, error) {
 		return sum, fmt.Errorf("summary of duplicates: %w", err)
 	}
 	sum.FilesDuplicate += again
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM task_faults WHERE paused`).Scan(&sum.TasksPausedByFaultPolicy); err != nil {
+		return sum, fmt.Errorf("summary of task faults: %w", err)
+	}
 	return sum, nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/task"
 )
 
 // TestApplyRefusedFireRetried: the engine records FAILED each attempt at a
@@ -60,6 +62,54 @@ func TestApplyRefusedFireRetried(t *testing.T) {
 			}
 			if e.Status != tt.want || e.StatusMessage != tt.wantM {
 				t.Errorf("execution %s %q, want %s %q", e.Status, e.StatusMessage, tt.want, tt.wantM)
+			}
+		})
+	}
+}
+
+// TestApplyTaskFault: the console shows why the engine holds a task back
+// while the brokers refuse its fires, and that the fault policy paused it;
+// a new definition or the task's end clears it.
+func TestApplyTaskFault(t *testing.T) {
+	def := task.Definition{Host: "acme", Name: "big", Action: task.Insert, Topic: "jobs", Start: task.Ptr(t0)}
+	paused := def
+	paused.Active = task.Ptr(false)
+	reason := "MESSAGE_TOO_LARGE: The request included a message larger than the max message size the server will accept"
+	retrying := &record.State{Definition: def, Anchor: t0, NextFire: t0 + 1000, UpdatedAt: t0,
+		Fault: &record.Fault{Occurrence: t0, Attempts: 1, Reason: reason, At: t0, RetryAt: t0 + 1000}}
+	pausedByPolicy := &record.State{Definition: paused, Anchor: t0, UpdatedAt: t0 + 15_000,
+		Fault: &record.Fault{Occurrence: t0, Attempts: 5, Reason: reason, At: t0 + 15_000, Paused: true}}
+	resumed := &record.State{Definition: def, Anchor: t0, NextFire: t0 + 20_000, UpdatedAt: t0 + 20_000}
+	for _, tc := range []struct {
+		name       string
+		states     []*kgo.Record
+		wantFault  string
+		wantPaused bool
+		wantCount  int
+	}{
+		{"retrying", []*kgo.Record{stateRec(t, 0, def.Key(), retrying, "")}, "fire refused (attempt 1): " + reason, false, 0},
+		{"paused by the policy", []*kgo.Record{stateRec(t, 0, def.Key(), retrying, ""), stateRec(t, 0, def.Key(), pausedByPolicy, "")},
+			"paused by fault policy: " + reason, true, 1},
+		{"resumed", []*kgo.Record{stateRec(t, 0, def.Key(), pausedByPolicy, ""), stateRec(t, 0, def.Key(), resumed, "")}, "", false, 0},
+		{"deleted", []*kgo.Record{stateRec(t, 0, def.Key(), pausedByPolicy, ""), stateRec(t, 0, def.Key(), nil, record.EndDeleted)}, "", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openStore(t, tempDB(t))
+			apply(t, st, sequence(tc.states...)...)
+			ctx := context.Background()
+			got, err := st.TaskByKey(ctx, def.Key())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Fault != tc.wantFault || got.Status == storetype.TaskActive && got.Paused != tc.wantPaused {
+				t.Errorf("task fault %q, paused %v; want %q, %v", got.Fault, got.Paused, tc.wantFault, tc.wantPaused)
+			}
+			sum, err := st.Summary(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.TasksPausedByFaultPolicy != tc.wantCount {
+				t.Errorf("summary counts %d tasks paused by the fault policy, want %d", sum.TasksPausedByFaultPolicy, tc.wantCount)
 			}
 		})
 	}

@@ -26,6 +26,9 @@ const (
 	// BatchDuplicate: the same content had already been injected; only
 	// seen as a status when the original injection is unknown here.
 	BatchDuplicate = "duplicate"
+	// BatchHeld: a file of a sync folder that would remove too much of
+	// its source, waiting in held/ for an operator to apply or reject it.
+	BatchHeld = "held"
 )
 
 // Arrival statuses: where a file is before its batch is recorded.
@@ -88,6 +91,20 @@ type Batch struct {
 	Kept      []string  `json:"kept,omitempty"`
 	FirstSeen time.Time `json:"firstSeen"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Diff is what a file of a sync folder changed (or, held, would
+	// change) of the tasks earlier versions of its source created; nil
+	// for other files.
+	Diff *Diff `json:"diff,omitempty"`
+}
+
+// Diff counts what a file of a sync folder changes of its source's tasks,
+// with its first changes, one per line.
+type Diff struct {
+	Added     int      `json:"added"`
+	Changed   int      `json:"changed"`
+	Removed   int      `json:"removed"`
+	Unchanged int      `json:"unchanged"`
+	Lines     []string `json:"lines,omitempty"`
 }
 
 // Task statuses.
@@ -129,7 +146,13 @@ type Task struct {
 	SourceRow      int        `json:"sourceRow,omitempty"`
 	Status         string     `json:"status"`
 	// Paused is set while an active task's definition says active: false.
-	Paused    bool      `json:"paused"`
+	Paused bool `json:"paused"`
+	// Fault says why the engine holds the task back when the brokers
+	// refused its fires for a reason of its own: "paused by fault policy:
+	// REASON" once the policy paused it, "fire refused (attempt N):
+	// REASON" while the refused occurrence waits for its next attempt.
+	// Empty otherwise.
+	Fault     string    `json:"fault,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
@@ -244,6 +267,9 @@ type Summary struct {
 	TasksActive    int `json:"tasksActive"`
 	TasksCompleted int `json:"tasksCompleted"`
 	TasksDeleted   int `json:"tasksDeleted"`
+	// TasksPausedByFaultPolicy counts the active tasks the engine paused
+	// because the brokers kept refusing their fires.
+	TasksPausedByFaultPolicy int `json:"tasksPausedByFaultPolicy"`
 
 	ExecutionsFired   int `json:"executionsFired"`
 	ExecutionsRunning int `json:"executionsRunning"`
