@@ -303,6 +303,9 @@ type Result struct {
 // error report, one line per problem.
 type RejectedError struct {
 	File string
+	// Warnings are the first warnings of valid rows: they reach the
+	// file's batch whatever becomes of it.
+	Warnings []string
 	Rows int // data rows read
 	Bad  int // rows rejected
 	// Problems counts what was wrong: a row may have several problems.
@@ -440,7 +443,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		scope = in.readScope(sctx, f)
 	}
 	rows, rej, skip := in.check(ctx, f, conv, opts, syncing)
-	batch.Rows = rej.Rows
+	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
@@ -671,6 +674,11 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	}
 	err := conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
 		rej.Rows++
+		for _, w := range r.Warnings {
+			if len(rej.Warnings) < record.MaxBatchErrors {
+				rej.Warnings = append(rej.Warnings, w)
+			}
+		}
 		if f.Progress != nil {
 			f.Progress()
 		}

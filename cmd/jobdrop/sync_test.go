@@ -484,3 +484,26 @@ func TestHeldFileInBrowser(t *testing.T) {
 		t.Errorf("%d files left in held/ after Apply", n)
 	}
 }
+
+// TestAmbiguousCronIsInjectedWithAWarningOnTheFilesPage drops a job list
+// whose cron expression Quartz and Spring read apart: it is injected, read
+// as the folder says (auto: Quartz, for its ?), and the file's page names
+// the row, the column and both readings.
+func TestAmbiguousCronIsInjectedWithAWarningOnTheFilesPage(t *testing.T) {
+	in := startInstance(t)
+	in.drop("noon.csv", "host,name,topic,cron\nacme,noon,jobs,0 0 12 ? * 2-6\nacme,plain,jobs,0 12 * * 1-5\n")
+	in.waitFile("archive", "noon.csv")
+	b := in.batchOf("noon.csv", storetype.BatchInjected)
+	want := `noon.csv: row 2: column cron: day-of-week "2-6" read as quartz (MON-FRI); in spring it would be TUE-SAT`
+	if len(b.Warnings) != 1 || !strings.HasPrefix(b.Warnings[0], want) {
+		t.Errorf("warnings %q, want one starting %q", b.Warnings, want)
+	}
+	if page := in.page("/files/" + b.ID); !strings.Contains(page, "read as quartz (MON-FRI); in spring it would be TUE-SAT") {
+		t.Errorf("the file's page does not show the warning")
+	}
+	var noon storetype.Task
+	kafkatest.Eventually(t, 30*time.Second, "acme/noon recorded", func() bool { return in.getJSON("/api/tasks/acme/noon", &noon) == nil })
+	if !strings.Contains(noon.Definition, `"cronDialect":"quartz"`) {
+		t.Errorf("acme/noon is %s, want it read as quartz", noon.Definition)
+	}
+}

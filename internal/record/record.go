@@ -259,6 +259,9 @@ type Batch struct {
 	Rejected int    `json:"rejected"`
 	// Errors holds the first row errors of a rejected file, one per line.
 	Errors []string `json:"errors,omitempty"`
+	// Warnings holds the first of what is valid but doubtful in its rows
+	// (a cron expression two dialects read apart), one per line.
+	Warnings []string `json:"warnings,omitempty"`
 	// Arrival is the ArrivalID of the file when it came from a watched
 	// folder: recording the batch ends the arrival.
 	Arrival string `json:"arrival,omitempty"`

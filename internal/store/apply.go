@@ -314,12 +314,12 @@ func (a *applier) audit(r *kgo.Record) error {
 		// A file once injected stays injected: a later rejection of the
 		// same content (after a mapping change, say) does not undo it.
 		return a.exec(`INSERT INTO batches (id, file, folder, size, rows, rejected, status, errors, first_seen_at, updated_at,
-				added, changed, removed, unchanged, diff)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+				added, changed, removed, unchanged, diff, warnings)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET
 				file = excluded.file, folder = excluded.folder, size = excluded.size,
 				rows = excluded.rows, rejected = excluded.rejected,
-				status = excluded.status, errors = excluded.errors,
+				status = excluded.status, errors = excluded.errors, warnings = excluded.warnings,
 				added = coalesce(excluded.added, added), changed = coalesce(excluded.changed, changed),
 				removed = coalesce(excluded.removed, removed), unchanged = coalesce(excluded.unchanged, unchanged),
 				diff = CASE WHEN excluded.added IS NULL THEN diff ELSE excluded.diff END,
@@ -327,7 +327,7 @@ func (a *applier) audit(r *kgo.Record) error {
 				updated_at = max(updated_at, excluded.updated_at)
 			WHERE excluded.status = 'injected' OR status <> 'injected'`,
 			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, status, strings.Join(b.Errors, "\n"), at, at,
-			added, changed, removed, unchanged, lines)
+			added, changed, removed, unchanged, lines, strings.Join(b.Warnings, "\n"))
 	case record.ActionFileDuplicate:
 		// The original's status and counts stay; the batch only counts
 		// the sighting. The full story (which file, when) is the audit row.

@@ -46,17 +46,20 @@ type scanner interface{ Scan(...any) error }
 const batchColumns = `b.id, b.file, b.folder, b.size, b.rows, b.rejected, b.status, b.errors,
 	b.duplicates, b.last_duplicate_at, b.first_seen_at, b.updated_at,
 	(SELECT count(*) FROM tasks t WHERE t.batch_id = b.id),
-	b.added, b.changed, b.removed, b.unchanged, b.diff`
+	b.added, b.changed, b.removed, b.unchanged, b.diff, b.warnings`
 
 func scanBatch(s scanner) (storetype.Batch, error) {
 	var b storetype.Batch
-	var errs, diff string
+	var errs, diff, warnings string
 	var lastDup, added, changed, removed, unchanged sql.NullInt64
 	var first, updated int64
 	if err := s.Scan(&b.ID, &b.File, &b.Folder, &b.Size, &b.Rows, &b.Rejected, &b.Status, &errs,
 		&b.Duplicates, &lastDup, &first, &updated, &b.Tasks,
-		&added, &changed, &removed, &unchanged, &diff); err != nil {
+		&added, &changed, &removed, &unchanged, &diff, &warnings); err != nil {
 		return b, err
+	}
+	if warnings != "" {
+		b.Warnings = strings.Split(warnings, "\n")
 	}
 	if added.Valid {
 		b.Diff = &storetype.Diff{Added: int(added.Int64), Changed: int(changed.Int64), Removed: int(removed.Int64),

@@ -75,6 +75,9 @@ type Batch struct {
 	Status   string `json:"status"`
 	// Errors holds the first row errors of a rejected file.
 	Errors []string `json:"errors,omitempty"`
+	// Warnings holds the first of what is valid but doubtful in its rows,
+	// such as a cron expression two dialects read apart.
+	Warnings []string `json:"warnings,omitempty"`
 	// Duplicates counts the times the same content was dropped again
 	// after this batch was recorded.
 	Duplicates int `json:"duplicates"`
