@@ -306,8 +306,8 @@ type RejectedError struct {
 	// Warnings are the first warnings of valid rows: they reach the
 	// file's batch whatever becomes of it.
 	Warnings []string
-	Rows int // data rows read
-	Bad  int // rows rejected
+	Rows     int // data rows read
+	Bad      int // rows rejected
 	// Problems counts what was wrong: a row may have several problems.
 	Problems int
 	Errors   []string // the first MaxErrors problems
