@@ -300,8 +300,9 @@ func TestRefusedFireFailsItsOccurrenceNotItsPartition(t *testing.T) {
 			case !last.Definition.Paused() || last.Fault == nil || !last.Fault.Paused || last.Fault.Attempts != 5 ||
 				last.Fault.Occurrence != due.UnixMilli() || !strings.Contains(last.Fault.Reason, code) || last.NextFire != 0:
 				t.Errorf("state of the paused task: %+v fault %+v", last, last.Fault)
-			case last.Definition.Data["cmd"] != data["cmd"] || last.LastFire != 0 || last.FireCount != 0:
-				t.Errorf("the paused task lost its data or counts a fire: last fire %d, %d fires", last.LastFire, last.FireCount)
+			case last.Definition.Data["cmd"] != data["cmd"] || last.Source.Actor != "test" || last.LastFire != 0 || last.FireCount != 0:
+				t.Errorf("the paused task lost its data or source, or counts a fire: source %+v, last fire %d, %d fires",
+					last.Source, last.LastFire, last.FireCount)
 			}
 
 			// A fresh engine restores the task as paused by the policy.

@@ -797,7 +797,8 @@ func (r *runner) refuse(c *change, f *fire, now int64) error {
 		}
 		st := record.State{Definition: d, Anchor: b.slot.anchor, NextFire: b.slot.nextFire,
 			LastFire: b.slot.lastFire, FireCount: b.slot.fireCount,
-			Source: record.Source{Batch: f.src.batch, File: f.src.file, Actor: f.src.actor, Row: int(b.slot.row)}}
+			Source: record.Source{Batch: f.src.batch, File: f.src.file, Folder: f.src.folder, Actor: f.src.actor,
+				Row: int(b.slot.row)}}
 		if i, err = t.set(f.key, &d, &st, f.data); err != nil {
 			return err
 		}
