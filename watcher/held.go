@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,4 +63,30 @@ func Settle(f File, report string, now time.Time) (string, error) {
 // could not be carried out.
 func Hold(f File) error {
 	return renameNoReplace(f.Path, filepath.Join(f.Dir, HeldDir, cmp.Or(f.held, f.Name)))
+}
+
+// CopyHeld puts a copy of the file at src into the held/ subfolder of the
+// watched folder dir, as name (or the first free name after it), beside
+// NAME.held.txt holding report, as the watcher does with a file a Handler
+// held: for a file held by `jobdrop inject`, which leaves the file given
+// where it is. It returns the path of the copy.
+func CopyHeld(dir, name, src, report string, now time.Time) (string, error) {
+	dir = filepath.Clean(dir)
+	tmp, err := os.CreateTemp(filepath.Join(dir, ProcessingDir), "."+name+".*.part")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	in, err := os.Open(src)
+	if err == nil {
+		_, err = io.Copy(tmp, in)
+		in.Close()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("copy %s: %w", src, err)
+	}
+	return moveWithReport(tmp.Name(), filepath.Join(dir, HeldDir), name, HeldSuffix, strings.TrimRight(report, "\n")+"\n", now)
 }

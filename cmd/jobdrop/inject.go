@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/store"
+	"github.com/jobdrop/jobdrop/watcher"
 )
 
 // injectFile injects one file through the watcher's path, against the
@@ -41,27 +43,52 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 	if err := reachable(ctx, opts, brokers, len(cfg.Kafka.Brokers) == 0); err != nil {
 		return err
 	}
-	// The running instance's database knows the batches injected before.
+	// The running instance's database knows the batches injected before,
+	// and the tasks a file of a sync folder is compared with.
 	var batches injector.Batches
+	var sources injector.Sources
+	file := folder.file(path, "", filepath.Clean(folder.Dir))
+	file.Sync = folder.sync(conv)
 	if dbPath := filepath.Join(cfg.DataDir, dbFile); fileExists(dbPath) {
 		st, err := store.Open(dbPath)
 		if err != nil {
 			return err
 		}
 		defer st.Close()
-		batches = st
+		batches, sources = st, wholeStore{st: st}
+	} else if file.Sync != nil {
+		return fmt.Errorf("%s: folder %s syncs its files, and a sync compares the file with the tasks that run, which the database of a node (%s) knows: run this beside a node (same data_dir), or drop the file into the folder",
+			path, folder.Dir, filepath.Join(cfg.DataDir, dbFile))
 	}
 	inj, err := injector.New(injector.Config{
 		ClientOpts:      opts,
 		TransactionalID: "jobdrop-inject-" + cfg.Node,
 		Topics:          cfg.Topics,
 		Actor:           "cli",
+		Sources:         sources,
 	}, batches, log)
 	if err != nil {
 		return err
 	}
 	defer inj.Close()
-	res, err := inj.Inject(ctx, folder.file(path, "", folder.Dir), conv, folder.Options)
+	res, err := inj.Inject(ctx, file, conv, folder.Options)
+	var held *injector.HeldError
+	if errors.As(err, &held) {
+		// Held as the watcher holds it: a copy waits in the folder's
+		// held/ for an operator's Apply or Reject in the console.
+		to, cerr := watcher.CopyHeld(folder.Dir, res.Batch.File, path, err.Error(), time.Now())
+		if cerr != nil {
+			return fmt.Errorf("%w; and it could not be copied into %s/: %w", err, watcher.HeldDir, cerr)
+		}
+		done := make(chan error, 1)
+		inj.Moved(ctx, "cli", res.Batch, to, func(err error) { done <- err })
+		if err := <-done; err != nil {
+			log.Warn("cannot record where the file went", "path", to, "error", err)
+		}
+		fmt.Fprintln(stderr, err)
+		fmt.Fprintf(stdout, "%s: held for review, nothing injected: %s; a copy waits in %s: apply or reject it in the console\n", res.Batch.File, held.Diff.Held, to)
+		return exitError(1)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError(1)
@@ -70,6 +97,9 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		fmt.Fprintln(stderr, res.Report)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d rows, %d rejected, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.Rejected, res.Batch.ID)
+	if d := res.Batch.Diff; d != nil {
+		fmt.Fprintf(stdout, "%s: sync: %d added, %d changed, %d removed, %d unchanged\n", res.Batch.File, d.Added, d.Changed, d.Removed, d.Unchanged)
+	}
 	return nil
 }
 
