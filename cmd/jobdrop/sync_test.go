@@ -272,6 +272,18 @@ func TestCrontabDroppedAgainKeepsTheScheduleInStepWithTheFile(t *testing.T) {
 	if firedAt(jobs)[push][next.UnixMilli()] {
 		t.Errorf("the removed task %s fired after v2", push)
 	}
+	// The changed one fires at its new time, 02:30, and not at 02:00.
+	at0230 := next.Truncate(24 * time.Hour).Add(2*time.Hour + 30*time.Minute)
+	if !at0230.After(next) {
+		at0230 = at0230.Add(24 * time.Hour)
+	}
+	in.advanceTo(at0230)
+	kafkatest.Eventually(t, 30*time.Second, "backup to fire at "+at0230.Format(time.RFC3339), func() bool {
+		return firedAt(jobs)["backup"][at0230.UnixMilli()]
+	})
+	if firedAt(jobs)["backup"][at0230.Add(-30*time.Minute).UnixMilli()] {
+		t.Errorf("backup fired at its old time, 02:00")
+	}
 
 	// Against what runs now, v2 changes nothing; a crontab with a bad line
 	// cannot be compared.
