@@ -21,6 +21,14 @@ import (
 func newInjector(t *testing.T) (*Injector, []string, record.Topics) {
 	t.Helper()
 	brokers := kafkatest.Cluster(t)
+	in, topics := injectorOn(t, brokers)
+	return in, brokers, topics
+}
+
+// injectorOn makes jobdrop's topics on brokers and an injector writing
+// to them.
+func injectorOn(t *testing.T, brokers []string) (*Injector, record.Topics) {
+	t.Helper()
 	topics := record.Topics{}.WithDefaults()
 	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 3, -1); err != nil {
 		t.Fatal(err)
@@ -31,7 +39,7 @@ func newInjector(t *testing.T) (*Injector, []string, record.Topics) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Close)
-	return in, brokers, topics
+	return in, topics
 }
 
 func writeFile(t *testing.T, name, content string) string {

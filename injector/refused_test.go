@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/jobdrop/jobdrop/converters"
-	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
@@ -32,17 +29,7 @@ func newFaultyInjector(t *testing.T) (*Injector, *kfake.Cluster, record.Topics) 
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
-	topics := record.Topics{}.WithDefaults()
-	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 3, -1); err != nil {
-		t.Fatal(err)
-	}
-	in, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics},
-		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
+	in, topics := injectorOn(t, c.ListenAddrs())
 	return in, c, topics
 }
 

@@ -208,11 +208,16 @@ func (m *Metrics) SetRecorderLag(records int64) { m.recorderLag.Set(float64(reco
 // every scrape: the scheduler knows its task count, so it is never copied.
 // Only the first call has an effect.
 func (m *Metrics) ObserveActiveTasks(active func() int64) {
-	m.activeOnce.Do(func() {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "active_tasks",
-			Help: "Tasks of the input partitions this node's scheduler owns, as of their last committed transaction; sum over nodes for the cluster's total.",
-		}, func() float64 { return float64(active()) }))
+	m.observe(&m.activeOnce, "active_tasks",
+		"Tasks of the input partitions this node's scheduler owns, as of their last committed transaction; sum over nodes for the cluster's total.",
+		func() float64 { return float64(active()) })
+}
+
+// observe registers, once, a gauge read from value at every scrape: for
+// what another part of jobdrop knows, so that it is never copied.
+func (m *Metrics) observe(once *sync.Once, name, help string, value func() float64) {
+	once.Do(func() {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, value))
 	})
 }
 
@@ -223,12 +228,9 @@ func (m *Metrics) FireRefused(code string) { m.refused.WithLabelValues(code).Inc
 // ObservePausedByFaultPolicy exposes jobdrop_tasks_paused_by_fault_policy,
 // read from paused at every scrape. Only the first call has an effect.
 func (m *Metrics) ObservePausedByFaultPolicy(paused func() int64) {
-	m.pausedOnce.Do(func() {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "tasks_paused_by_fault_policy",
-			Help: "Tasks of the input partitions this node's scheduler owns that the fault policy paused, their fires refused by the brokers for a reason of their own as many times as scheduler.refused_fires.attempts allows; sum over nodes. Each stays paused until an operator resumes it.",
-		}, func() float64 { return float64(paused()) }))
-	})
+	m.observe(&m.pausedOnce, "tasks_paused_by_fault_policy",
+		"Tasks of the input partitions this node's scheduler owns that the fault policy paused, their fires refused by the brokers for a reason of their own as many times as scheduler.refused_fires.attempts allows; sum over nodes. Each stays paused until an operator resumes it.",
+		func() float64 { return float64(paused()) })
 }
 
 // ObserveFolders exposes jobdrop_folders_stalled, jobdrop_files_queued and
@@ -256,12 +258,9 @@ func (m *Metrics) ObserveFolders(folders func() Folders) {
 // ObserveHeldFiles exposes jobdrop_files_held, read from held at every
 // scrape. Only the first call has an effect.
 func (m *Metrics) ObserveHeldFiles(held func() int) {
-	m.heldOnce.Do(func() {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "files_held",
-			Help: "Files of sync folders held for review because they would delete too much of what earlier versions created: they wait in held/ for an operator's Apply or Reject. Every node counts the whole cluster's: take the max over instances.",
-		}, func() float64 { return float64(held()) }))
-	})
+	m.observe(&m.heldOnce, "files_held",
+		"Files of sync folders held for review because they would delete too much of what earlier versions created: they wait in held/ for an operator's Apply or Reject. Every node counts the whole cluster's: take the max over instances.",
+		func() float64 { return float64(held()) })
 }
 
 // gatherFiltered gathers g and drops the families whose names start with
