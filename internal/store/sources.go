@@ -45,22 +45,29 @@ func (s *Store) Checkpoints(ctx context.Context) (map[int32]int64, error) {
 // command from a file came from folder: from the file named file, or,
 // when hosts are given instead, from any file, for tasks of those hosts.
 // Deleted tasks are left out: a source holds them no more.
+//
+// Tasks recorded before states carried their folder (source_folder empty)
+// are found by the folder of the batch that last wrote them.
 func (s *Store) SourceTasks(ctx context.Context, folder, file string, hosts []string, fn func(SourceTask) error) error {
-	q := `SELECT key, definition, status FROM tasks WHERE source_folder = ? AND source_file = ? AND status <> ?`
-	args := []any{folder, file, storetype.TaskDeleted}
+	match, args := `source_file = ?`, []any{file}
 	if file == "" {
 		if len(hosts) == 0 {
 			return nil
 		}
-		q = `SELECT key, definition, status FROM tasks WHERE source_folder = ? AND host IN (?` +
-			strings.Repeat(", ?", len(hosts)-1) + `) AND status <> ?`
-		args = []any{folder}
+		match, args = `host IN (?`+strings.Repeat(", ?", len(hosts)-1)+`)`, nil
 		for _, h := range hosts {
 			args = append(args, h)
 		}
-		args = append(args, storetype.TaskDeleted)
 	}
-	return s.eachSourceTask(ctx, q, args, fn)
+	q := `SELECT key, definition, status FROM tasks WHERE source_folder = ? AND ` + match + ` AND status <> ?
+		UNION ALL
+		SELECT key, definition, status FROM tasks WHERE source_folder = '' AND ` + match + ` AND status <> ?
+			AND batch_id IN (SELECT id FROM batches WHERE folder = ?)`
+	all := append([]any{folder}, args...)
+	all = append(all, storetype.TaskDeleted)
+	all = append(all, args...)
+	all = append(all, storetype.TaskDeleted, folder)
+	return s.eachSourceTask(ctx, q, all, fn)
 }
 
 // maxKeysPerQuery bounds the keys of one query of TasksByKey.
