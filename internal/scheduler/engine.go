@@ -283,6 +283,24 @@ func (e *Engine) PausedByFaultPolicy() int64 {
 	return n
 }
 
+// Lateness is how late this instance fires now: how long ago the earliest
+// occurrence of its partitions that is due and not fired yet was due, by
+// the engine's clock; zero when none is waiting. It grows while the
+// partitions' transactions take long (a large backlog of commands to
+// apply, a starved CPU), before the fires they hold commit: what others
+// sharing the node (the injector) watch to give way. Partitions being
+// restored are not counted.
+func (e *Engine) Lateness() time.Duration {
+	now := e.cfg.Clock.Now().UnixMilli()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var late int64
+	for _, r := range e.runners {
+		late = max(late, now-r.due.Load())
+	}
+	return time.Duration(late) * time.Millisecond
+}
+
 func (e *Engine) assign(ctx context.Context, ps []int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -88,10 +89,20 @@ type runner struct {
 
 	active atomic.Int64 // tasks held, as of the last commit
 	paused atomic.Int64 // of them, paused by the fault policy
+	// due is when the earliest occurrence the runner holds is due, in
+	// epoch milliseconds, as of the loop's last look (noneDue when it
+	// holds none): while a transaction is under way, what it fires. See
+	// Engine.Lateness.
+	due atomic.Int64
 }
 
+// noneDue is runner.due when nothing is scheduled.
+const noneDue = math.MaxInt64
+
 func newRunner(e *Engine, p int32) *runner {
-	return &runner{e: e, p: p, log: e.log.With("partition", p), done: make(chan struct{})}
+	r := &runner{e: e, p: p, log: e.log.With("partition", p), done: make(chan struct{})}
+	r.due.Store(noneDue)
+	return r
 }
 
 func (r *runner) start(parent context.Context) {
@@ -154,6 +165,7 @@ func (r *runner) closeClients() {
 // session fences the previous owner, restores the partition and fires until
 // ctx is done or something fails.
 func (r *runner) session(ctx context.Context) error {
+	r.due.Store(noneDue) // until the loop looks again
 	cfg := r.e.cfg
 	var err error
 	r.prod, err = kgo.NewClient(append([]kgo.Opt{
@@ -318,6 +330,11 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		now := clock.Now().UnixMilli()
 		_, due, scheduled := r.tasks.next()
+		if scheduled {
+			r.due.Store(due)
+		} else {
+			r.due.Store(noneDue)
+		}
 		if len(cmds) > 0 || (scheduled && due <= now) {
 			if err := r.commit(ctx, cmds, now); err != nil {
 				return err
