@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -55,6 +56,15 @@ type Config struct {
 	// again once Kafka takes them). It runs on Inject's goroutine and
 	// must be quick.
 	OnFile func(FileDone)
+	// Pacing makes files wait while the scheduler fires late, as Late
+	// says. Without Late files never wait.
+	Pacing Pacing
+	// Late says how late the scheduler fires now
+	// (scheduler.Engine.Lateness).
+	Late func() time.Duration
+	// OnPaced, if set, is told of every wait Pacing imposed, however
+	// short. It runs on Inject's goroutine and must be quick.
+	OnPaced func(time.Duration)
 }
 
 // FileDone is what became of one file, for Config.OnFile.
@@ -103,6 +113,10 @@ type Injector struct {
 	// progress is the Progress of the file being injected, told of each
 	// record the brokers acknowledge.
 	progress progressHook
+	// clock times the waits of Pacing; txnTimeout is the transactional
+	// producer's transaction timeout.
+	clock      clockwork.Clock
+	txnTimeout time.Duration
 }
 
 // progressHook passes the brokers' acknowledgements of the transactional
@@ -145,7 +159,12 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{}}
+	if err := cfg.Pacing.Validate(); err != nil {
+		return nil, fmt.Errorf("injector: Pacing.%w", err)
+	}
+	cfg.Pacing = cfg.Pacing.withDefaults()
+	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{},
+		clock: clockwork.NewRealClock()}
 	opts := append([]kgo.Opt{
 		kgo.WithHooks(&in.progress),
 		kgo.TransactionalID(cfg.TransactionalID),
@@ -164,6 +183,7 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 		return nil, fmt.Errorf("injector: %w", err)
 	}
 	in.batches, in.cl, in.notices = batches, cl, notices
+	in.txnTimeout = transactionTimeout(cl)
 	return in, nil
 }
 
@@ -413,6 +433,8 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	if err := in.checkSize(ctx, f); err != nil {
 		return Result{Outcome: Rejected, Batch: err.batch}, err.rej
 	}
+	pace := in.pacer()
+	pace.wait(ctx)
 	id, size, err := hashFile(f.Path)
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", f.Name, err)
@@ -442,7 +464,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		}()
 		scope = in.readScope(sctx, f)
 	}
-	rows, rej, skip := in.check(ctx, f, conv, opts, syncing)
+	rows, rej, skip := in.check(ctx, f, conv, opts, syncing, pace)
 	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
@@ -499,7 +521,9 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	src := record.Source{Batch: id, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	var fillErr error // the file's own problem, found while producing
 	err = in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
+		pace.transaction(in.txnTimeout)
 		emit := func(r converters.Row) error {
+			pace.row(ctx)
 			if _, bad := skip[r.Line]; bad && partial {
 				return nil
 			}
@@ -660,7 +684,8 @@ const bufferRows = 20_000
 // every problem: invalid rows and task keys repeated within the file. It
 // returns the valid rows when there were few enough to keep, and the lines
 // of the invalid ones.
-func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows) ([]converters.Row, *RejectedError, map[int]struct{}) {
+// A file being injected waits as pace says; nil: it never waits.
+func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows, pace *pacer) ([]converters.Row, *RejectedError, map[int]struct{}) {
 	rej := &RejectedError{File: f.Name}
 	var rows []converters.Row
 	skip := map[int]struct{}{}
@@ -674,6 +699,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	}
 	err := conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
 		rej.Rows++
+		pace.row(ctx)
 		for _, w := range r.Warnings {
 			if len(rej.Warnings) < record.MaxBatchErrors {
 				rej.Warnings = append(rej.Warnings, w)

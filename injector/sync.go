@@ -338,7 +338,7 @@ func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter,
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scope := in.readScope(cctx, f)
-	_, rej, _ := in.check(ctx, f, conv, opts, rows)
+	_, rej, _ := in.check(ctx, f, conv, opts, rows, nil)
 	if ctx.Err() != nil {
 		return record.Diff{}, nil, ctx.Err()
 	}

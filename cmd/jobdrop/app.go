@@ -90,18 +90,6 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err != nil {
 		return err
 	}
-	inj, err := injector.New(injector.Config{
-		ClientOpts:      base,
-		TransactionalID: "jobdrop-injector-" + cfg.Node,
-		Topics:          cfg.Topics,
-		Now:             h.clock.Now,
-		OnFile:          countFile(met),
-		Sources:         wholeStore{st, rec},
-	}, wholeStore{st, rec}, log)
-	if err != nil {
-		return err
-	}
-	defer inj.Close()
 	eng, err := scheduler.New(scheduler.Config{
 		ClientOpts:     base,
 		Topics:         cfg.Topics,
@@ -119,6 +107,23 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err != nil {
 		return err
 	}
+	met.ObserveSchedulerLateness(eng.Lateness)
+	inj, err := injector.New(injector.Config{
+		ClientOpts:      base,
+		TransactionalID: "jobdrop-injector-" + cfg.Node,
+		Topics:          cfg.Topics,
+		Now:             h.clock.Now,
+		OnFile:          countFile(met),
+		Sources:         wholeStore{st, rec},
+		// Files give way to the fires of this node's scheduler.
+		Pacing:  cfg.Pacing,
+		Late:    eng.Lateness,
+		OnPaced: met.Paced,
+	}, wholeStore{st, rec}, log)
+	if err != nil {
+		return err
+	}
+	defer inj.Close()
 	met.ObserveActiveTasks(eng.ActiveTasks)
 	met.ObservePausedByFaultPolicy(eng.PausedByFaultPolicy)
 	var folders []watcher.Folder

@@ -36,6 +36,7 @@ type Config struct {
 	Watch     []Folder        `yaml:"watch"`
 	Watcher   WatcherConfig   `yaml:"watcher"`
 	Scheduler SchedulerConfig `yaml:"scheduler"`
+	Pacing    injector.Pacing `yaml:"pacing"`
 	Log       LogConfig       `yaml:"log"`
 }
 
@@ -183,8 +184,15 @@ func defaultConfig() Config {
 		Console: ConsoleConfig{Listen: "127.0.0.1:8080"},
 		Watch:   []Folder{{Dir: "./inbox"}},
 		Log:     LogConfig{Level: "info"},
+		// A burst of fires commits within tens of milliseconds on an
+		// idle node: a scheduler later than this is held up.
+		Pacing: injector.Pacing{Lateness: defaultPacingLateness},
 	}
 }
+
+// defaultPacingLateness is pacing.lateness when the configuration does not
+// say.
+const defaultPacingLateness = 250 * time.Millisecond
 
 // loadConfig reads path (none: the defaults), then applies JOBDROP_…
 // environment variables, then fills defaults and validates.
@@ -316,6 +324,9 @@ func (c Config) validate() error {
 	errs = append(errs, c.Kafka.Validate())
 	if err := c.Scheduler.Refused.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("scheduler.refused_fires.%w", err))
+	}
+	if err := c.Pacing.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("pacing.%w", err))
 	}
 	seen := map[string]bool{}
 	for i, f := range c.Watch {

@@ -55,11 +55,13 @@ type Metrics struct {
 	executions   *prometheus.CounterVec
 	recorderLag  prometheus.Gauge
 	refused      *prometheus.CounterVec
+	paced        prometheus.Counter
 
 	activeOnce  sync.Once
 	pausedOnce  sync.Once
 	foldersOnce sync.Once
 	heldOnce    sync.Once
+	lateOnce    sync.Once
 }
 
 // Folders is what the watched folders of a node are doing, read at every
@@ -127,6 +129,10 @@ func New() *Metrics {
 		Namespace: Namespace, Name: "fires_refused_total",
 		Help: "Attempts at firing an occurrence that the brokers refused for a reason of the task's own, by the brokers' error code (MESSAGE_TOO_LARGE, TOPIC_AUTHORIZATION_FAILED, POLICY_VIOLATION, …; TARGET_UNAVAILABLE: the target topic was found unusable before writing), counted when the transaction recording the occurrence FAILED commits. The other tasks fire on time; the refused one is fired again by the fault policy, then paused.",
 	}, []string{"error"})
+	m.paced = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "injection_paced_seconds_total",
+		Help: "Time files waited for this node's scheduler to fire on time again (pacing.lateness): rising while many files land at once, injection gives way to the schedule.",
+	})
 	m.kafka = newKafkaClients(reg)
 	f(m.files)
 	f(m.rowsAccepted)
@@ -137,6 +143,7 @@ func New() *Metrics {
 	f(m.executions)
 	f(m.recorderLag)
 	f(m.refused)
+	f(m.paced)
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -253,6 +260,17 @@ func (m *Metrics) ObserveFolders(folders func() Folders) {
 				func() float64 { return g.value(folders()) }))
 		}
 	})
+}
+
+// Paced counts a wait of a file for the scheduler.
+func (m *Metrics) Paced(d time.Duration) { m.paced.Add(d.Seconds()) }
+
+// ObserveSchedulerLateness exposes jobdrop_scheduler_lateness_seconds,
+// read from late at every scrape. Only the first call has an effect.
+func (m *Metrics) ObserveSchedulerLateness(late func() time.Duration) {
+	m.observe(&m.lateOnce, "scheduler_lateness_seconds",
+		"How late this node's scheduler fires now: how long ago the earliest occurrence due and not fired yet was due; 0 when none waits. Above pacing.lateness, files wait for it.",
+		func() float64 { return late().Seconds() })
 }
 
 // ObserveHeldFiles exposes jobdrop_files_held, read from held at every

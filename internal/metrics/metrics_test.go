@@ -164,6 +164,7 @@ func exposedMetrics(t *testing.T) map[string]*dto.MetricFamily {
 	m.ObserveFolders(func() Folders { return Folders{} })
 	m.ObserveHeldFiles(func() int { return 0 })
 	m.ObservePausedByFaultPolicy(func() int64 { return 0 })
+	m.ObserveSchedulerLateness(func() time.Duration { return 0 })
 	m.FireRefused("MESSAGE_TOO_LARGE")
 	traffic(t, m)
 	return gather(t, m)
