@@ -387,6 +387,7 @@ func (r *Recorder) consumer(ctx context.Context) (*kgo.Client, error) {
 		// on that to tell when a partition is caught up.
 		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(fetchBytes),
 	)
 	if len(partitions) > 0 {
 		opts = append(opts, kgo.ConsumePartitions(partitions))
@@ -401,6 +402,14 @@ func (r *Recorder) consumer(ctx context.Context) (*kgo.Client, error) {
 	}
 	return cl, nil
 }
+
+// fetchBytes bounds one fetch of the recorder's consumer. What it has
+// fetched and not stored yet is memory, and it is behind whenever Kafka
+// takes records faster than SQLite (a flood of files, a rebuild): with
+// kgo's default of 50 MiB a fetch, decompressed to several times that,
+// the recorder held a few hundred MiB. 4 MiB is some ten thousand
+// records, more than one SQLite transaction takes.
+const fetchBytes = 4 << 20
 
 // partitions asks the brokers for the partitions of the recorder's
 // topics, retrying while the brokers cannot be reached.
