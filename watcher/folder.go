@@ -57,6 +57,8 @@ type folder struct {
 	subfolders map[string]struct{}
 	// nested names the subfolders that are watched folders themselves.
 	nested map[string]bool
+	// drain tells how fast the worker takes queued files.
+	drain drainRate
 }
 
 // entry is a stable file waiting to be claimed.
@@ -373,6 +375,7 @@ func (f *folder) enqueue(cands []candidate) {
 // queue, until ctx is done.
 func (f *folder) work(ctx context.Context) {
 	f.recoverLeftovers(ctx)
+	f.drain.started(f.clock.Now())
 	for {
 		e := f.next(ctx)
 		if e == nil {
@@ -382,12 +385,13 @@ func (f *folder) work(ctx context.Context) {
 		if ok {
 			f.handle(ctx, e.name, lock, false)
 		}
+		f.drain.took(f.clock.Now())
 	}
 }
 
 // next waits for the next queued file; nil once ctx is done.
 func (f *folder) next(ctx context.Context) *entry {
-	for {
+	for waited := false; ; waited = true {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -397,6 +401,9 @@ func (f *folder) next(ctx context.Context) *entry {
 			f.queue[0] = nil
 			f.queue = f.queue[1:]
 			f.mu.Unlock()
+			if waited {
+				f.drain.started(f.clock.Now())
+			}
 			return e
 		}
 		f.mu.Unlock()

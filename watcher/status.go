@@ -30,6 +30,29 @@ type FolderStatus struct {
 	// say), or has no events and is found by rescans only; empty when
 	// it is watched.
 	Problem string
+	// Rate is how many queued files the folder takes a second lately
+	// (handled, or found gone or changed when their turn came): over
+	// the last minute, or since it last set to work after an empty
+	// queue if that was later, or over its last drainSamples files if
+	// they came faster. 0 until a file was taken in that time.
+	Rate float64
+}
+
+// Left estimates how long the folder takes to handle the files queued
+// and the one it handles, at Rate; 0 when it has none, and false when it
+// cannot tell yet (no file taken lately).
+func (s FolderStatus) Left() (time.Duration, bool) {
+	n := s.Queued
+	if s.File != "" {
+		n++
+	}
+	switch {
+	case n == 0:
+		return 0, true
+	case s.Rate <= 0:
+		return 0, false
+	}
+	return time.Duration(float64(n) / s.Rate * float64(time.Second)), true
 }
 
 // Status says what each folder is doing, in the configured order.
@@ -40,7 +63,7 @@ func (w *Watcher) Status() []FolderStatus {
 		queued := len(f.queue)
 		f.mu.Unlock()
 		s := f.status.get()
-		s.Dir, s.Queued = f.dir, queued
+		s.Dir, s.Queued, s.Rate = f.dir, queued, f.drain.rate(f.clock.Now())
 		if at := f.status.lastProgress.Load(); at != 0 && s.File != "" {
 			s.LastProgress = time.Unix(0, at)
 		}
@@ -99,3 +122,62 @@ func (fs *folderStatus) problem(msg string) {
 
 // progress records that the handler made headway now.
 func (fs *folderStatus) progress(now time.Time) { fs.lastProgress.Store(now.UnixNano()) }
+
+// drainSamples is how many of a folder's last taken files drainRate
+// remembers: its memory stays the same however many files are queued.
+const drainSamples = 64
+
+// drainWindow is how far back drainRate looks.
+const drainWindow = time.Minute
+
+// drainRate tells how fast a folder takes the files of its queue, from
+// when it took its last ones.
+type drainRate struct {
+	mu    sync.Mutex
+	taken [drainSamples]time.Time // a ring, next is the oldest once full
+	n     int
+	next  int
+	// since is when the folder last set to work after an empty queue.
+	since time.Time
+}
+
+// started records that the folder set to work after an empty queue.
+func (d *drainRate) started(now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.since = now
+}
+
+// took records that the folder took a file of its queue.
+func (d *drainRate) took(now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.taken[d.next] = now
+	d.next = (d.next + 1) % drainSamples
+	d.n = min(d.n+1, drainSamples)
+}
+
+// rate is the files taken a second by now: see FolderStatus.Rate.
+func (d *drainRate) rate(now time.Time) float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	from := now.Add(-drainWindow)
+	if d.since.After(from) {
+		from = d.since
+	}
+	n := 0
+	for i := range d.n {
+		if d.taken[i].After(from) {
+			n++
+		}
+	}
+	if n == drainSamples {
+		// More came in the window than are remembered: the rate of the
+		// last ones, from the oldest remembered.
+		from, n = d.taken[d.next], drainSamples-1
+	}
+	if n == 0 || !now.After(from) {
+		return 0
+	}
+	return float64(n) / now.Sub(from).Seconds()
+}

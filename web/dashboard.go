@@ -1,7 +1,9 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
@@ -16,7 +18,46 @@ type dashboardModel struct {
 	Tasks      []storetype.Task
 	Executions []storetype.Execution
 	Hour       storetype.Activity
-	Folders    []string
+	Folders    []folderRow
+}
+
+// FolderQueue is how the files of one watched folder drain: what the
+// dashboard shows of a folder with files waiting.
+type FolderQueue struct {
+	// Dir is the folder as configured.
+	Dir string
+	// Queued counts the files waiting for their turn.
+	Queued int
+	// PerMinute is how many files the folder takes a minute lately; 0
+	// when it cannot tell yet.
+	PerMinute float64
+	// Left estimates the time it takes to handle the files waiting and
+	// the one being handled, at PerMinute.
+	Left time.Duration
+}
+
+// line says what q is to a person: "480 files queued, 95 handled a
+// minute: about 5m left".
+func (q FolderQueue) line() string {
+	files := fmt.Sprintf("%d files queued", q.Queued)
+	if q.Queued == 1 {
+		files = "1 file queued"
+	}
+	left := "about " + coarse(q.Left) + " left"
+	switch {
+	case q.PerMinute <= 0:
+		return files + ": estimating the time left"
+	case q.Left < time.Second:
+		left = "less than a second left"
+	}
+	return fmt.Sprintf("%s, %s handled a minute: %s", files, perMinute(q.PerMinute), left)
+}
+
+// folderRow is a watched folder on the dashboard, with its queue when
+// files wait.
+type folderRow struct {
+	Dir   string
+	Queue *FolderQueue
 }
 
 type dashboardHandler struct{ s *Server }
@@ -25,7 +66,7 @@ type dashboardHandler struct{ s *Server }
 func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	limit := min(h.s.cfg.ListLimit, 20)
-	m := dashboardModel{Now: h.s.now(), Folders: h.s.cfg.Folders}
+	m := dashboardModel{Now: h.s.now(), Folders: h.s.folderRows()}
 	var err error
 	if m.Hour, err = h.s.src.ActivitySince(ctx, m.Now.Add(-time.Hour)); err != nil {
 		h.s.fail(w, r, err)
@@ -48,4 +89,24 @@ func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.s.page(w, r, http.StatusOK, "Dashboard", "dashboard", dashboardView(m))
+}
+
+// folderRows lists the watched folders, each with its queue when files
+// wait in it.
+func (s *Server) folderRows() []folderRow {
+	queues := map[string]FolderQueue{}
+	if s.cfg.Queues != nil {
+		for _, q := range s.cfg.Queues() {
+			queues[filepath.Clean(q.Dir)] = q
+		}
+	}
+	var rows []folderRow
+	for _, dir := range s.cfg.Folders {
+		row := folderRow{Dir: dir}
+		if q, ok := queues[filepath.Clean(dir)]; ok && q.Queued > 0 {
+			row.Queue = &q
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }

@@ -23,29 +23,43 @@ func relative(now, t time.Time) string {
 	if past {
 		d = -d
 	}
-	var s string
-	switch {
-	case d < time.Second:
+	if d < time.Second {
 		return "now"
+	}
+	if past {
+		return coarse(d) + " ago"
+	}
+	return "in " + coarse(d)
+}
+
+// coarse formats a positive duration in its two largest units: "4m",
+// "3h12m", "2d5h"; "0s" below a second.
+func coarse(d time.Duration) string {
+	switch {
 	case d < time.Minute:
-		s = fmt.Sprintf("%ds", int(d/time.Second))
+		return fmt.Sprintf("%ds", int(d/time.Second))
 	case d < time.Hour:
-		s = fmt.Sprintf("%dm", int(d/time.Minute))
+		return fmt.Sprintf("%dm", int(d/time.Minute))
 	case d < 24*time.Hour:
-		s = fmt.Sprintf("%dh", int(d/time.Hour))
+		s := fmt.Sprintf("%dh", int(d/time.Hour))
 		if m := int(d % time.Hour / time.Minute); m > 0 {
 			s += fmt.Sprintf("%dm", m)
 		}
-	default:
-		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-		if h := int(d % (24 * time.Hour) / time.Hour); h > 0 {
-			s += fmt.Sprintf("%dh", h)
-		}
+		return s
 	}
-	if past {
-		return s + " ago"
+	s := fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	if h := int(d % (24 * time.Hour) / time.Hour); h > 0 {
+		s += fmt.Sprintf("%dh", h)
 	}
-	return "in " + s
+	return s
+}
+
+// perMinute formats a rate a minute: whole above 10, else to a tenth.
+func perMinute(r float64) string {
+	if r >= 10 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
 }
 
 // fileURL links to a file's page.

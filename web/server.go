@@ -104,6 +104,9 @@ type Config struct {
 	// content, such as the data being rebuilt; empty: none. Pages show a
 	// notice that comes or goes at their next live refresh.
 	Notice func() string
+	// Queues, if set, says how the files of each watched folder drain,
+	// for the dashboard. Nil: it lists the folders alone.
+	Queues func() []FolderQueue
 }
 
 // Preview converts the file at path, dropped as name, calling emit with

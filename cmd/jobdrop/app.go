@@ -152,6 +152,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}
+	wc.Queues = watched.queues
 	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err

@@ -186,6 +186,17 @@ func (fw folderWatch) notice() string {
 	return strings.Join(parts, " ")
 }
 
+// queues is what the dashboard shows of each folder's queue: the files
+// waiting, how fast the folder takes them and the time left at that pace.
+func (fw folderWatch) queues() []web.FolderQueue {
+	var out []web.FolderQueue
+	for _, s := range fw.status() {
+		left, _ := s.Left()
+		out = append(out, web.FolderQueue{Dir: s.Dir, Queued: s.Queued, PerMinute: 60 * s.Rate, Left: left})
+	}
+	return out
+}
+
 // readiness says whether this node is ready: the brokers answer, jobdrop's
 // topics exist, the recorder has stored everything committed before the
 // node started (so the console and file deduplication are current) and
