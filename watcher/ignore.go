@@ -21,3 +21,15 @@ func ignored(name string) bool {
 	}
 	return false
 }
+
+// NameProblem says why a file of this name in a watched folder would never
+// be injected, or "" when it would be taken: left alone as a file still
+// being written (or a report), or refused for its name. A tool that drops
+// files (the console's upload) asks before it drops one.
+func NameProblem(name string) string {
+	if ignored(name) {
+		return "a watched folder leaves alone names starting with . or ~ and names ending in " +
+			strings.Join(ignoredSuffixes, ", ") + " (files still being written, and reports); rename the file"
+	}
+	return nameProblem(name)
+}

@@ -40,12 +40,15 @@ const keepAlive = 25 * time.Second
 const coalesce = 200 * time.Millisecond
 
 // serveEvents is /events: a server-sent event stream that says "changed"
-// after every commit the recorder applies.
+// after every commit the recorder applies. It lasts past the server's
+// read and write timeouts: each write has a deadline of its own (see
+// streaming).
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if s.events.changes == nil {
 		http.Error(w, "no live updates", http.StatusNotFound)
 		return
 	}
+	w = s.streaming(w)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -119,6 +119,7 @@ func neutralise(v string) string {
 
 // exportCSV streams a report as CSV, one row at a time.
 func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
+	w = s.streaming(w)
 	s.attach(w, rep, "csv", "text/csv; charset=utf-8")
 	cw := csv.NewWriter(w)
 	cw.Write(rep.header)
@@ -143,6 +144,7 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
 // cell is a string; none is a formula. A report longer than a sheet's
 // million rows ends with a row saying where it was cut.
 func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report) {
+	w = s.streaming(w)
 	s.attach(w, rep, "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 	s.abortAnswer(r, "export "+rep.name+" xlsx", writeXLSX(r.Context(), rep, w))
 }

@@ -9,7 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +22,7 @@ import (
 	"github.com/jobdrop/jobdrop/task"
 )
 
-// maxUpload bounds an uploaded file.
+// maxUpload bounds an upload's body: the file and its form.
 const maxUpload = 64 << 20
 
 // plainName reports whether name is a bare file name, safe to join to a
@@ -172,7 +174,11 @@ func (s *Server) uploadForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // upload drops a file into the upload folder, where the watcher picks it
-// up like any other, or with dryrun=1 shows what it would create.
+// up like any other, or with dryrun=1 shows what it would create. The
+// form is read as it arrives: the file goes straight to its staging file
+// in the upload folder, never whole into memory or the temporary folder.
+// A dry run takes an operator; a drop creates and replaces definitions,
+// which takes defineRole.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, Operator) {
 		return
@@ -182,42 +188,88 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, http.StatusServiceUnavailable, "Upload", "upload", uploadView(m))
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxUpload)
-	file, hdr, err := r.FormFile("file")
-	if err != nil {
-		m.Problem = "Choose a file to upload (at most 64 MiB)."
-		s.page(w, r, http.StatusBadRequest, "Upload", "upload", uploadView(m))
+	problem := func(status int, msg string) {
+		m.Problem = msg
+		s.page(w, r, status, "Upload", "upload", uploadView(m))
+	}
+	var up *staged
+	defer func() {
+		if up != nil {
+			os.Remove(up.path)
+		}
+	}()
+	mr, err := r.MultipartReader()
+	for err == nil {
+		var part *multipart.Part
+		if part, err = mr.NextPart(); err != nil {
+			break
+		}
+		switch part.FormName() {
+		case "file":
+			if up != nil {
+				break // one file an upload
+			}
+			m.Name = filepath.Base(strings.ReplaceAll(part.FileName(), `\`, "/"))
+			if !plainName(m.Name) {
+				problem(http.StatusBadRequest, fmt.Sprintf("%q is not a usable file name.", part.FileName()))
+				return
+			}
+			if s.cfg.NameProblem != nil {
+				if why := s.cfg.NameProblem(m.Name); why != "" {
+					problem(http.StatusBadRequest, "A file named "+m.Name+" would never be taken from the folder: "+why+".")
+					return
+				}
+			}
+			up, err = s.stage(part)
+		case "dryrun":
+			v, _ := io.ReadAll(io.LimitReader(part, 16))
+			m.DryRun = len(v) > 0
+		}
+		part.Close()
+	}
+	switch {
+	case isTooLarge(err):
+		problem(http.StatusRequestEntityTooLarge, "The file is too large: at most "+byteSize(maxUpload)+".")
+		return
+	case err != nil && !errors.Is(err, io.EOF):
+		if r.Context().Err() == nil && !isClientError(err) {
+			s.log.Error("stage upload", "file", m.Name, "error", err)
+			problem(http.StatusInternalServerError, "The file could not be stored; see the server log.")
+			return
+		}
+		problem(http.StatusBadRequest, "The upload could not be read: "+firstLine(err.Error()))
+		return
+	case up == nil:
+		problem(http.StatusBadRequest, "Choose a file to upload (at most "+byteSize(maxUpload)+").")
 		return
 	}
-	defer file.Close()
-	m.Name = filepath.Base(strings.ReplaceAll(hdr.Filename, `\`, "/"))
-	if !plainName(m.Name) {
-		m.Problem = fmt.Sprintf("%q is not a usable file name.", hdr.Filename)
-		s.page(w, r, http.StatusBadRequest, "Upload", "upload", uploadView(m))
-		return
-	}
-	m.DryRun = r.FormValue("dryrun") != ""
-	tmp, err := s.stage(file)
-	if err != nil {
-		s.log.Error("stage upload", "file", m.Name, "error", err)
-		m.Problem = "The file could not be stored; see the server log."
-		s.page(w, r, http.StatusInternalServerError, "Upload", "upload", uploadView(m))
-		return
-	}
-	defer os.Remove(tmp)
 	if m.DryRun {
-		s.dryRun(r, tmp, &m)
+		if !s.dryRunSlot(w) {
+			problem(http.StatusServiceUnavailable, fmt.Sprintf("%d dry runs are running already: try again in a moment.", s.cfg.DryRuns))
+			return
+		}
+		defer s.dryRuns.Release(1)
+		s.dryRun(r, up.path, &m)
 		s.page(w, r, http.StatusOK, "Upload", "upload", uploadView(m))
 		return
 	}
+	if !s.allow(w, r, defineRole) {
+		return
+	}
 	dest := filepath.Join(s.cfg.UploadDir, m.Name)
+	actor := actor(r)
+	undo := func() {}
+	if s.cfg.Uploader != nil {
+		undo = s.cfg.Uploader.Uploading(dest, actor)
+	}
 	// The rename makes the file appear whole to the watcher; an upload
 	// never replaces a file waiting in the folder.
 	err = fs.ErrExist
 	if _, serr := os.Lstat(dest); errors.Is(serr, fs.ErrNotExist) {
-		err = os.Rename(tmp, dest)
+		err = os.Rename(up.path, dest)
 	}
 	if err != nil {
+		undo()
 		status := http.StatusInternalServerError
 		m.Problem = "The file could not be dropped into the folder; see the server log."
 		if errors.Is(err, fs.ErrExist) {
@@ -228,8 +280,29 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, status, "Upload", "upload", uploadView(m))
 		return
 	}
-	s.log.Info("file uploaded", "file", m.Name, "user", who(r.Context()).Name)
-	http.Redirect(w, r, "/files?uploaded="+m.Name, http.StatusSeeOther)
+	s.auditBatch(r, record.ActionFileUploaded, actor, m.Name, record.OutcomeOK,
+		fmt.Sprintf("%d bytes into %s; what it did follows under its batch", up.size, s.cfg.UploadDir),
+		&record.Batch{ID: up.sum, File: m.Name, Folder: s.cfg.UploadDir, Size: up.size})
+	s.log.Info("file uploaded", "file", m.Name, "user", actor, "batch", up.sum)
+	up = nil // dropped: nothing to remove
+	http.Redirect(w, r, "/files?uploaded="+url.QueryEscape(m.Name), http.StatusSeeOther)
+}
+
+// isClientError reports whether err is the client's fault: a malformed
+// multipart body, or one that ended early.
+func isClientError(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || strings.HasPrefix(err.Error(), "multipart: ") ||
+		errors.Is(err, http.ErrNotMultipart) || errors.Is(err, http.ErrMissingBoundary)
+}
+
+// dryRunSlot takes one of the Config.DryRuns slots, or says busy (with
+// Retry-After) when none is free. Release it with s.dryRuns.Release(1).
+func (s *Server) dryRunSlot(w http.ResponseWriter) bool {
+	if s.dryRuns.TryAcquire(1) {
+		return true
+	}
+	w.Header().Set("Retry-After", "5")
+	return false
 }
 
 // stageNamed copies src under name into a hidden folder of the upload
@@ -255,25 +328,34 @@ func (s *Server) stageNamed(src io.Reader, name string) (path string, done func(
 	return path, done, nil
 }
 
+// staged is an upload stored under a hidden name in the upload folder.
+type staged struct {
+	path string
+	size int64
+	// sum is the SHA-256 of the content: its batch id.
+	sum string
+}
+
 // stage copies the upload to a hidden temporary file in the upload
 // folder, which the watcher ignores, so that the drop is one rename.
-func (s *Server) stage(src io.Reader) (string, error) {
+func (s *Server) stage(src io.Reader) (*staged, error) {
 	b := make([]byte, 8)
 	rand.Read(b)
 	tmp := filepath.Join(s.cfg.UploadDir, ".upload-"+hex.EncodeToString(b)+".part")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	_, err = io.Copy(f, src)
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), src)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return "", err
+		return nil, err
 	}
-	return tmp, nil
+	return &staged{path: tmp, size: n, sum: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // maxPreviewRows bounds the rows a dry run lists.

@@ -30,10 +30,16 @@ var ErrNotHeld = errors.New("no held file")
 // maxReason bounds a rejection's reason.
 const maxReason = 1000
 
-// decideHeld serves POST /api/files/{id}/apply and /reject.
+// decideHeld serves POST /api/files/{id}/apply and /reject. Applying a
+// file creates and replaces definitions, which takes defineRole;
+// rejecting it changes nothing that runs.
 func (s *Server) decideHeld(apply bool) http.HandlerFunc {
+	role := Operator
+	if apply {
+		role = defineRole
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.allow(w, r, Operator) || !s.writable(w) {
+		if !s.allow(w, r, role) || !s.writable(w) {
 			return
 		}
 		if s.cfg.Reviewer == nil {
@@ -52,16 +58,13 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 				var body struct {
 					Reason string `json:"reason"`
 				}
-				if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+				if err := json.NewDecoder(r.Body).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
 					s.writeJSONError(w, http.StatusBadRequest, `body: want {"reason": "..."}: `+err.Error())
 					return
 				}
 				reason = body.Reason
 			}
-			reason = strings.TrimSpace(reason)
-			if len(reason) > maxReason {
-				reason = reason[:maxReason]
-			}
+			reason = cleanField(strings.TrimSpace(reason), maxReason)
 			err = s.cfg.Reviewer.Reject(r.Context(), id, actor(r), reason)
 		}
 		switch {
@@ -118,10 +121,20 @@ func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("name: %q is not a usable file name: want ?name=FILE, the name the file would be dropped as", name))
 		return
 	}
-	path, done, err := s.stageNamed(http.MaxBytesReader(w, r.Body, maxUpload), name)
+	if !s.dryRunSlot(w) {
+		s.writeJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d dry runs are running already: try again in a moment", s.cfg.DryRuns))
+		return
+	}
+	defer s.dryRuns.Release(1)
+	path, done, err := s.stageNamed(r.Body, name)
 	if err != nil {
-		s.log.Error("stage diff", "file", name, "error", err)
-		s.writeJSONError(w, http.StatusInternalServerError, "the file could not be stored; see the server log")
+		switch {
+		case isTooLarge(err):
+			s.writeJSONError(w, http.StatusRequestEntityTooLarge, "the file is too large: at most "+byteSize(maxUpload))
+		case r.Context().Err() == nil:
+			s.log.Error("stage diff", "file", name, "error", err)
+			s.writeJSONError(w, http.StatusInternalServerError, "the file could not be stored; see the server log")
+		}
 		return
 	}
 	defer done()

@@ -10,10 +10,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
@@ -79,6 +83,18 @@ type Config struct {
 	// SecureCookies marks the session cookie Secure, for a console
 	// served over TLS.
 	SecureCookies bool
+	// Hosts are the names (without port) the console answers to, besides
+	// localhost and IP addresses, which it always answers to: a request
+	// naming any other Host is refused with 421 before any handler runs,
+	// so that no web page can reach the console by pointing a name of its
+	// own at it (DNS rebinding).
+	Hosts []string
+	// TrustedProxies are the addresses of reverse proxies in front of the
+	// console: of a request from one of them, the client's address (for
+	// login throttling and the audit trail) is read from X-Forwarded-For.
+	TrustedProxies []netip.Prefix
+	// Timeouts bound slow clients; see HTTPServer.
+	Timeouts Timeouts
 	// Changes returns a channel closed at the next change of the data:
 	// open pages refresh when it closes. Nil: pages do not refresh.
 	Changes func() <-chan struct{}
@@ -88,12 +104,22 @@ type Config struct {
 	// UploadDir is where uploaded files are dropped, atomically, for the
 	// watcher to inject. Empty: no upload.
 	UploadDir string
+	// Uploader, if set, learns who uploads each file, so that its
+	// injection is audited under that user rather than the watcher.
+	Uploader Uploader
+	// NameProblem, if set, says why the watcher would never take a file
+	// of this name ("" when it would): such an upload is refused with the
+	// reason rather than left in the folder.
+	NameProblem func(name string) string
 	// Preview converts a file without injecting it, for the upload's
 	// dry run, calling emit for every row. Nil: no dry run.
 	Preview Preview
 	// PreviewFires is how many next fires a dry run and a task page
 	// show. Defaults to 5.
 	PreviewFires int
+	// DryRuns is how many dry runs (of uploads, and POST /api/diff) may
+	// run at once; more are answered 503. Defaults to 2.
+	DryRuns int
 	// Metrics serves GET /metrics, open without login like /healthz and
 	// /readyz. Nil: /metrics answers 404.
 	Metrics http.Handler
@@ -116,6 +142,14 @@ type Preview func(ctx context.Context, name, path string, emit func(line int, de
 // maxListLimit is the largest list the store answers.
 const maxListLimit = 1000
 
+// Uploader learns who uploads each file through the console. cmd's
+// pipeline implements it.
+type Uploader interface {
+	// Uploading says that actor drops the file at path (UploadDir joined
+	// with its name) now; undo withdraws it when the drop fails.
+	Uploading(path, actor string) (undo func())
+}
+
 // Server serves the console and its JSON API.
 type Server struct {
 	cfg     Config
@@ -125,6 +159,12 @@ type Server struct {
 	events  *events
 	log     *slog.Logger
 	handler http.Handler
+	// hosts are the configured Hosts, lower case.
+	hosts map[string]bool
+	// hostRefusals logs refused Host names, at most once a minute.
+	hostRefusals rate.Sometimes
+	// dryRuns bounds the dry runs that run at once.
+	dryRuns *semaphore.Weighted
 }
 
 // New validates cfg, applies its defaults and builds the routes.
@@ -153,6 +193,10 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	if cfg.PreviewFires <= 0 {
 		cfg.PreviewFires = 5
 	}
+	if cfg.DryRuns <= 0 {
+		cfg.DryRuns = 2
+	}
+	cfg.Timeouts = cfg.Timeouts.withDefaults()
 	if len(cfg.Users) == 0 && !cfg.Anonymous {
 		// The zero Config keeps serving tests and tools on loopback.
 		cfg.Anonymous = true
@@ -161,7 +205,11 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
-	s := &Server{cfg: cfg, src: src, cmd: cfg.Commander, auth: a, events: newEvents(cfg.Changes), log: log.With("component", "console")}
+	s := &Server{cfg: cfg, src: src, cmd: cfg.Commander, auth: a, events: newEvents(cfg.Changes), log: log.With("component", "console"),
+		hosts: map[string]bool{}, hostRefusals: rate.Sometimes{Interval: time.Minute}, dryRuns: semaphore.NewWeighted(int64(cfg.DryRuns))}
+	for _, h := range cfg.Hosts {
+		s.hosts[strings.TrimSuffix(strings.ToLower(h), ".")] = true
+	}
 	static, err := fs.Sub(staticFiles, "static")
 	if err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
@@ -216,7 +264,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	})
 	mux.Handle("GET /", notFoundHandler{s})
 
-	s.handler = secureHeaders(s.crossOrigin(s.requireLogin(mux)))
+	s.handler = secureHeaders(s.checkHost(s.crossOrigin(s.requireLogin(s.bounded(mux)))))
 	return s, nil
 }
 
@@ -224,13 +272,17 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // secureHeaders forbids what the console never needs: inline or foreign
-// scripts, framing, content sniffing, resources from elsewhere.
+// scripts, framing, content sniffing, resources from elsewhere, and
+// keeping any answer but a static file in a browser's or proxy's cache.
 func secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
+		if isNoStore(r.URL.Path) {
+			h.Set("Cache-Control", "no-store")
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/jobdrop/jobdrop/task"
 )
 
-// maxBody bounds a JSON request body.
+// maxBody bounds the body of every request but an upload's.
 const maxBody = 1 << 20
 
 // actor names who sends a command: the logged-in user; with anonymous
@@ -132,11 +132,11 @@ func (s *Server) writable(w http.ResponseWriter) bool {
 // postScheduler is light-scheduler's POST /schedulers: one TaskDefinition
 // as JSON.
 func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, Admin) || !s.writable(w) {
+	if !s.allow(w, r, defineRole) || !s.writable(w) {
 		return
 	}
 	var d task.Definition
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		if fe, ok := decodeFieldError(err); ok {
@@ -182,6 +182,7 @@ func (s *Server) getSchedulers(w http.ResponseWriter, r *http.Request) {
 		unit = string(u)
 	}
 	// Every live definition, however many, streamed as a JSON array.
+	w = s.streaming(w)
 	w.Header().Set("Content-Type", "application/json")
 	bw := bufio.NewWriter(w)
 	bw.WriteString("[")
@@ -271,6 +272,9 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 			sent = append(sent, key)
 		}
 	} else {
+		// A bulk action on many tasks may take longer than an answer
+		// may: its answer is written when it is done.
+		w = s.streaming(w)
 		var ok bool
 		if sent, ok = s.changeSelected(w, r, verb); !ok {
 			return
@@ -399,7 +403,7 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body statusReport
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
 		s.writeJSONError(w, http.StatusBadRequest, "body: want {\"status\": ..., \"message\": ...}: "+err.Error())
 		return
 	}
@@ -418,7 +422,9 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
 		s.apiFail(w, r, err)
 		return
 	}
-	rep := record.Status{FireID: fireID, Status: st, Message: body.Message, Worker: body.Worker, At: s.cfg.Now().UnixMilli()}
+	// The message is the report's audit detail too: bounded and cleaned.
+	rep := record.Status{FireID: fireID, Status: st, Message: cleanField(body.Message, maxAuditDetail),
+		Worker: cleanField(body.Worker, maxAuditName), At: s.cfg.Now().UnixMilli()}
 	if rep.Worker == "" {
 		rep.Worker = actor(r)
 	}

@@ -153,6 +153,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}
 	wc.Queues = watched.queues
+	wc.Uploader = pipe
 	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err
@@ -161,10 +162,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err != nil {
 		return fmt.Errorf("console: %w (console.listen, or JOBDROP_CONSOLE_LISTEN, says where it listens)", err)
 	}
-	srv := &http.Server{Handler: console.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	// Shutdown waits for every request, and open pages' live-update
-	// streams last until told to end.
-	srv.RegisterOnShutdown(console.Close)
+	// Its timeouts; Shutdown ends open pages' live-update streams, which
+	// last until told to end.
+	srv := console.HTTPServer()
 	url := "http://" + ln.Addr().String()
 	log.Info("console listening", "url", url)
 	if h.started != nil {
@@ -343,6 +343,9 @@ func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now 
 		Changes:       rec.Applied,
 		Now:           now,
 	}
+	wc.Hosts, wc.TrustedProxies = cfg.Console.hostNames(), cfg.Console.proxies()
+	wc.Timeouts = web.Timeouts(cfg.Console.Timeouts)
+	wc.NameProblem = watcher.NameProblem
 	for _, u := range cfg.Console.Users {
 		role, _ := web.ParseRole(u.Role) // validated with the config
 		wc.Users = append(wc.Users, web.User{Name: u.Name, PasswordHash: u.PasswordHash, Role: role})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -183,13 +184,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	within(t, ctx, "dropped.csv to turn injected live",
 		waitJS(`[...document.querySelectorAll("#files tr")].some(r => r.textContent.includes("dropped.csv") && r.textContent.includes("injected")) && window.notReloaded === true`))
 
-	// Upload through the browser: the file takes the watcher's path.
+	// Upload through the browser: the file takes the watcher's path. It
+	// creates definitions, which takes an admin.
 	upload := filepath.Join(t.TempDir(), "uploaded.csv")
 	if err := os.WriteFile(upload, []byte("host,name,topic,timeUnit,time\nbeta,hourly-report,reports,HOURS,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	login(t, ctx, base, "ada", "/upload")
 	within(t, ctx, "upload uploaded.csv",
-		chromedp.Navigate(base+"/upload"),
 		chromedp.WaitVisible(chromedp.CSS("#upload-file")),
 		chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{upload}),
 		chromedp.Click(chromedp.CSS("#upload-submit")),
@@ -200,6 +202,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	in.waitFile("archive", "uploaded.csv")
 	screenshot(t, ctx, "files")
+	login(t, ctx, base, "otto", "/tasks")
 
 	// A task named with markup is shown as text and never runs.
 	within(t, ctx, "the task list",
@@ -274,4 +277,68 @@ func TestConsoleInBrowser(t *testing.T) {
 	})
 	within(t, ctx, "the upload page", chromedp.Navigate(base+"/upload"), chromedp.WaitVisible(chromedp.CSS("main")))
 	screenshot(t, ctx, "upload")
+}
+
+// TestConsoleInBrowserOnLoopbackDefaults drives the default setup, open
+// on loopback with no users, behind its Host check and with short server
+// timeouts: the console answers at localhost as at 127.0.0.1, a file is
+// dry-run and uploaded, and an open page keeps its one live-update stream
+// past the timeouts that close every other idle connection.
+func TestConsoleInBrowserOnLoopbackDefaults(t *testing.T) {
+	in := startInstanceEnv(t, []string{"JOBDROP_WATCHER_STABLE_CHECKS=2", "JOBDROP_WATCHER_CHECK_INTERVAL=500ms",
+		"JOBDROP_CONSOLE_TIMEOUTS_READ=1s", "JOBDROP_CONSOLE_TIMEOUTS_WRITE=1s", "JOBDROP_CONSOLE_TIMEOUTS_IDLE=1s"})
+	ctx := browser(t)
+	addr := strings.TrimPrefix(in.console, "http://")
+	_, port, _ := net.SplitHostPort(addr)
+	base := "http://localhost:" + port
+
+	within(t, ctx, "the files page at localhost to go live",
+		chromedp.Navigate(base+"/files"),
+		chromedp.WaitVisible(chromedp.CSS("main")),
+		waitJS(`document.documentElement.getAttribute("data-live-connected") === "true"`),
+		// A stream opened again would set it back to "true".
+		chromedp.Evaluate[chromedp.Void](`document.documentElement.setAttribute("data-live-connected", "first stream"); window.notReloaded = true`),
+	)
+	// The server's timeouts pass: an idle connection of our own is
+	// closed. The page's stream is older than that by now.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	closedWithin(t, "an idle connection", conn, 30*time.Second)
+	in.drop("live.csv", "host,name,topic,timeUnit,time\nloop,live,batch-jobs,HOURS,1\n")
+	within(t, ctx, "live.csv to show on the open page, through its first stream",
+		waitJS(`[...document.querySelectorAll("#files tr")].some(r => r.textContent.includes("live.csv") && r.textContent.includes("injected"))`),
+		waitJS(`window.notReloaded === true && document.documentElement.getAttribute("data-live-connected") === "first stream"`),
+	)
+
+	// A dry run, then the upload itself, as the local admin.
+	upload := filepath.Join(t.TempDir(), "local.csv")
+	if err := os.WriteFile(upload, []byte("host,name,topic,timeUnit,time\nloop,uploaded,batch-jobs,HOURS,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, "a dry run of local.csv",
+		chromedp.Navigate(base+"/upload"),
+		chromedp.WaitVisible(chromedp.CSS("#upload-file")),
+		chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{upload}),
+		clickJS("#upload-dryrun"),
+		chromedp.Click(chromedp.CSS("#upload-submit")),
+		waitJS(`document.querySelector("#upload-message") && document.querySelector("#upload-message").textContent.includes("1 added") && document.querySelector("#upload-message").textContent.includes("Nothing was injected")`),
+		waitJS(`document.querySelector("#preview") && document.querySelector("#preview").textContent.includes("loop/uploaded")`),
+	)
+	within(t, ctx, "the upload of local.csv",
+		chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{upload}),
+		chromedp.Click(chromedp.CSS("#upload-submit")),
+		waitJS(`location.pathname === "/files"`),
+	)
+
+	// The same console at 127.0.0.1: the task list, live too, shows the
+	// uploaded task once it is recorded.
+	within(t, ctx, "the uploaded task on the task list at 127.0.0.1",
+		chromedp.Navigate(in.console+"/tasks?host=loop"),
+		waitJS(`document.documentElement.getAttribute("data-live-connected") === "true"`),
+		waitJS(`document.querySelector("#tasks") && document.querySelector("#tasks").textContent.includes("uploaded")`),
+	)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path"
 	"reflect"
@@ -50,6 +51,74 @@ type ConsoleConfig struct {
 	// SecureCookies marks the session cookie Secure: set it when the
 	// console is reached over HTTPS (through a TLS proxy).
 	SecureCookies bool `yaml:"secure_cookies"`
+	// Hosts are the names the console answers to, as browsers send them
+	// in the Host header, besides localhost and IP addresses. Empty: the
+	// name of the listen address, or this machine's host name when it
+	// listens on all addresses.
+	Hosts []string `yaml:"hosts"`
+	// TrustedProxies are the addresses (or CIDR ranges) of reverse proxies
+	// in front of the console, whose X-Forwarded-For names the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// Timeouts bound slow clients; zero: the defaults.
+	Timeouts ConsoleTimeouts `yaml:"timeouts"`
+}
+
+// ConsoleTimeouts bound how long one client may hold a connection.
+type ConsoleTimeouts struct {
+	// ReadHeader bounds a request's line and headers. 0: 10s.
+	ReadHeader time.Duration `yaml:"read_header"`
+	// Read bounds a whole request, body (an upload) included. 0: 2m.
+	Read time.Duration `yaml:"read"`
+	// Write bounds an answer; streams get it for each write. 0: 2m.
+	Write time.Duration `yaml:"write"`
+	// Idle bounds the wait for the next request on a connection. 0: 1m.
+	Idle time.Duration `yaml:"idle"`
+}
+
+// hostNames are the names the console answers to: console.hosts, or the
+// listen address's name, or this machine's name when it listens on all
+// addresses. IP addresses need no name.
+func (c ConsoleConfig) hostNames() []string {
+	if len(c.Hosts) > 0 {
+		return c.Hosts
+	}
+	host, _, _ := net.SplitHostPort(c.Listen)
+	ip := net.ParseIP(host)
+	switch {
+	case host != "" && ip == nil:
+		return []string{host} // a name
+	case host != "" && !ip.IsUnspecified():
+		return nil // one address
+	}
+	if name, err := os.Hostname(); err == nil {
+		return []string{name}
+	}
+	return nil
+}
+
+// proxies reads console.trusted_proxies, validated with the config.
+func (c ConsoleConfig) proxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range c.TrustedProxies {
+		if prefix, err := parseProxy(p); err == nil {
+			out = append(out, prefix)
+		}
+	}
+	return out
+}
+
+// parseProxy reads an address or a CIDR range.
+func parseProxy(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // ConsoleUser is one local account.
@@ -312,6 +381,24 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("console.listen: must not be empty"))
 	} else if len(c.Console.Users) == 0 && !loopback(c.Console.Listen) {
 		errs = append(errs, fmt.Errorf("console.listen: %s is reachable from other machines and console.users is empty: add users (name, password_hash, role) or listen on 127.0.0.1", c.Console.Listen))
+	}
+	for i, h := range c.Console.Hosts {
+		if h == "" || strings.ContainsAny(h, "/:@*[] \t") {
+			errs = append(errs, fmt.Errorf("console.hosts[%d]: %q: want a host name as browsers reach the console by, without scheme or port (jobdrop.example.com)", i, h))
+		}
+	}
+	for i, p := range c.Console.TrustedProxies {
+		if _, err := parseProxy(p); err != nil {
+			errs = append(errs, fmt.Errorf("console.trusted_proxies[%d]: %q: want an IP address or a CIDR range (10.0.0.0/8)", i, p))
+		}
+	}
+	for _, d := range []struct {
+		key string
+		d   time.Duration
+	}{{"read_header", c.Console.Timeouts.ReadHeader}, {"read", c.Console.Timeouts.Read}, {"write", c.Console.Timeouts.Write}, {"idle", c.Console.Timeouts.Idle}} {
+		if d.d < 0 {
+			errs = append(errs, fmt.Errorf("console.timeouts.%s: %s must not be negative", d.key, d.d))
+		}
 	}
 	for i, u := range c.Console.Users {
 		if _, err := web.ParseRole(u.Role); err != nil {

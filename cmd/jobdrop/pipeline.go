@@ -15,6 +15,7 @@ import (
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/watcher"
+	"github.com/jobdrop/jobdrop/web"
 )
 
 // newRegistry lists the converters jobdrop ships, with the file names each
@@ -46,17 +47,23 @@ type pipeline struct {
 
 	mu      sync.Mutex
 	batches map[string]record.Batch // by the path of a file handled and not moved yet
+	// uploads are who dropped files through the console, by the file's
+	// path in its folder, until the watcher hands it over. A file another
+	// node takes, or one taken after a restart, is injected as the
+	// watcher's; the console's upload event still names the user.
+	uploads map[string]string
 }
 
 var (
 	_ watcher.Handler      = (*pipeline)(nil)
 	_ watcher.Observer     = (*pipeline)(nil)
 	_ watcher.MoveObserver = (*pipeline)(nil)
+	_ web.Uploader         = (*pipeline)(nil)
 )
 
 func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder, node string, refused func(), log *slog.Logger) *pipeline {
 	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}, node: node, refused: refused, log: log.With("component", "pipeline"),
-		batches: map[string]record.Batch{}}
+		batches: map[string]record.Batch{}, uploads: map[string]string{}}
 	for _, f := range folders {
 		p.folders[filepath.Clean(f.Dir)] = f
 	}
@@ -116,6 +123,7 @@ func (p *pipeline) FileMoved(f watcher.File, path string) {
 	p.mu.Lock()
 	b, ok := p.batches[f.Path]
 	delete(p.batches, f.Path)
+	delete(p.uploads, filepath.Join(filepath.Clean(f.Dir), f.Name))
 	p.mu.Unlock()
 	if !ok {
 		return // failed before its content was read: no batch to find it by
@@ -130,6 +138,36 @@ func (p *pipeline) FileMoved(f watcher.File, path string) {
 		close(done)
 	})
 	<-done
+}
+
+// maxUploads bounds the uploads remembered: past it, they are all
+// forgotten (taken by another node, most likely) and injected as the
+// watcher's.
+const maxUploads = 1000
+
+// Uploading remembers that actor drops the file at path, so that its
+// batch is audited under actor.
+func (p *pipeline) Uploading(path, actor string) (undo func()) {
+	path = filepath.Clean(path)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.uploads) >= maxUploads {
+		clear(p.uploads)
+	}
+	p.uploads[path] = actor
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.uploads, path)
+	}
+}
+
+// uploader is who uploaded the file name of folder dir, if it came
+// through the console. It is forgotten once the file is moved away.
+func (p *pipeline) uploader(dir, name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.uploads[filepath.Join(filepath.Clean(dir), name)]
 }
 
 // HandleFile injects one claimed file.
@@ -180,6 +218,7 @@ func (p *pipeline) handle(ctx context.Context, f watcher.File) error {
 	file.Arrival = record.ArrivalID(f.Dir, f.Name)
 	file.Progress = f.Progress
 	file.Sync = folder.sync(conv)
+	file.Actor = p.uploader(f.Dir, f.Name)
 	res, err := p.inj.Inject(ctx, file, conv, folder.Options)
 	if res.Batch.ID != "" {
 		p.mu.Lock()

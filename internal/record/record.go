@@ -178,7 +178,10 @@ const (
 	// A file of a sync folder that would remove too much of its source
 	// waits in held/ for an operator's Apply (then injected) or Reject
 	// (then rejected).
-	ActionFileHeld      = "file.held"
+	ActionFileHeld = "file.held"
+	// A console user uploaded a file into a watched folder: the batch
+	// names its content, the detail its size and folder.
+	ActionFileUploaded  = "file.uploaded"
 	ActionTaskCreated   = "task.created"
 	ActionTaskUpdated   = "task.updated"
 	ActionTaskDeleted   = "task.deleted"
@@ -199,6 +202,9 @@ const (
 	// A console user logged in (or was refused: outcome rejected) or out.
 	ActionLogin  = "user.login"
 	ActionLogout = "user.logout"
+	// Failed logins slowed down, then locked, a user name or a client
+	// address: once in a run of failures, not for every attempt.
+	ActionLoginThrottled = "user.throttled"
 	// A node started with a configuration other than the one it last ran
 	// with (or its first): the detail lists the changed keys.
 	ActionConfigChanged = "config.changed"
