@@ -66,7 +66,10 @@ type fileModel struct {
 	Executions []storetype.Execution
 	Audit      []storetype.AuditEvent
 	CanOperate bool
-	Back       string
+	// CanDefine offers Apply on a held file: it creates and replaces
+	// definitions.
+	CanDefine bool
+	Back      string
 }
 
 type fileHandler struct{ s *Server }
@@ -74,7 +77,7 @@ type fileHandler struct{ s *Server }
 // ServeHTTP renders the page of the file /files/{id}.
 func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	m := fileModel{Now: h.s.now(), CanOperate: h.s.canOperate(r), Back: r.URL.RequestURI()}
+	m := fileModel{Now: h.s.now(), CanOperate: h.s.canOperate(r), CanDefine: h.s.canDefine(r), Back: r.URL.RequestURI()}
 	var err error
 	if m.File, err = h.s.src.BatchByID(ctx, r.PathValue("id")); err != nil {
 		h.s.fail(w, r, err)

@@ -167,10 +167,18 @@ type uploadModel struct {
 	// run, with its first changes.
 	Diff      *record.Diff
 	DiffLines []string
+	// CanUpload is false for a role that may only dry-run (CanDryRun),
+	// or not even that.
+	CanUpload, CanDryRun bool
+}
+
+// uploadModel is the upload page before anything was sent.
+func (s *Server) uploadModel(r *http.Request) uploadModel {
+	return uploadModel{Enabled: s.cfg.UploadDir != "", Previews: s.cfg.Preview != nil, CanUpload: s.canDefine(r), CanDryRun: s.canOperate(r)}
 }
 
 func (s *Server) uploadForm(w http.ResponseWriter, r *http.Request) {
-	s.page(w, r, http.StatusOK, "Upload", "upload", uploadView(uploadModel{Enabled: s.cfg.UploadDir != "", Previews: s.cfg.Preview != nil}))
+	s.page(w, r, http.StatusOK, "Upload", "upload", uploadView(s.uploadModel(r)))
 }
 
 // upload drops a file into the upload folder, where the watcher picks it
@@ -183,7 +191,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	if !s.allow(w, r, Operator) {
 		return
 	}
-	m := uploadModel{Enabled: s.cfg.UploadDir != "", Previews: s.cfg.Preview != nil}
+	m := s.uploadModel(r)
 	if !m.Enabled {
 		s.page(w, r, http.StatusServiceUnavailable, "Upload", "upload", uploadView(m))
 		return

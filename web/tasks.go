@@ -77,6 +77,12 @@ func (s *Server) canOperate(r *http.Request) bool {
 	return s.cmd != nil && who(r.Context()).Role >= Operator
 }
 
+// canDefine reports whether the page may offer what creates or replaces
+// definitions (applying a held file) to the user of r.
+func (s *Server) canDefine(r *http.Request) bool {
+	return s.cmd != nil && who(r.Context()).Role >= defineRole
+}
+
 // taskModel is one task's page: its state, its next fires and its latest
 // executions.
 type taskModel struct {

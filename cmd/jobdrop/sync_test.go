@@ -519,3 +519,62 @@ func TestAmbiguousCronIsInjectedWithAWarningOnTheFilesPage(t *testing.T) {
 		t.Errorf("acme/noon is %s, want it read as quartz", noon.Definition)
 	}
 }
+
+// TestHeldFileDecisionsFollowTheRoles: on a held file's page an operator
+// may reject but not apply (applying defines tasks, which takes admin), an
+// admin may do both, a viewer neither; the API answers the same; the
+// upload page offers an operator a dry run only.
+func TestHeldFileDecisionsFollowTheRoles(t *testing.T) {
+	in := startInstanceEnv(t, append(consoleUsers(t), syncEnv...))
+	in.drop("crontab", "0 1 * * * /opt/a.sh\n0 2 * * * /opt/b.sh\n0 3 * * * /opt/c.sh\n")
+	in.waitFile("archive", "crontab")
+	kafkatest.Eventually(t, 30*time.Second, "three tasks", func() bool {
+		_, body := in.call(http.MethodGet, "/api/summary", "vera", "")
+		var sum storetype.Summary
+		return jsonUnmarshal(body, &sum) == nil && sum.TasksActive == 3
+	})
+	in.drop("crontab", "0 1 * * * /opt/a.sh\n")
+	in.waitFile(watcher.HeldDir, "crontab")
+	var id string
+	kafkatest.Eventually(t, 30*time.Second, "the held file recorded", func() bool {
+		_, body := in.call(http.MethodGet, "/api/files", "vera", "")
+		var files []storetype.Batch
+		if jsonUnmarshal(body, &files) != nil {
+			return false
+		}
+		for _, b := range files {
+			if b.Status == storetype.BatchHeld {
+				id = b.ID
+			}
+		}
+		return id != ""
+	})
+	for _, tc := range []struct {
+		user          string
+		apply, reject bool
+		upload        string
+	}{
+		{"vera", false, false, `id="upload-none"`},
+		{"otto", false, true, `id="upload-dry-only"`},
+		{"ada", true, true, `id="upload-dryrun"`},
+	} {
+		t.Run(tc.user, func(t *testing.T) {
+			code, page := in.call(http.MethodGet, "/files/"+id, tc.user, "", "Accept", "text/html")
+			if code != http.StatusOK {
+				t.Fatalf("file page: %d", code)
+			}
+			if got := strings.Contains(page, `data-action="Apply"`); got != tc.apply {
+				t.Errorf("Apply offered: %v, want %v", got, tc.apply)
+			}
+			if got := strings.Contains(page, `data-action="Reject"`); got != tc.reject {
+				t.Errorf("Reject offered: %v, want %v", got, tc.reject)
+			}
+			if _, up := in.call(http.MethodGet, "/upload", tc.user, "", "Accept", "text/html"); !strings.Contains(up, tc.upload) {
+				t.Errorf("the upload page lacks %s", tc.upload)
+			}
+		})
+	}
+	if code, _ := in.call(http.MethodPost, "/api/files/"+id+"/apply", "otto", ""); code != http.StatusForbidden {
+		t.Errorf("an operator's apply = %d, want 403", code)
+	}
+}
