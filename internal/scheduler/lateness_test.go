@@ -20,6 +20,7 @@ func TestLatenessCountsWhatWaitsToFire(t *testing.T) {
 	tg := h.watch("jobs")
 	due := h.clock.Now().Add(time.Minute)
 	h.send(oneShot("late", due))
+	kafkatest.Eventually(t, 30*time.Second, "the engine to hold the task", func() bool { return e.ActiveTasks() == 1 })
 	h.waitIdle()
 	if got := e.Lateness(); got != 0 {
 		t.Fatalf("Lateness %s with nothing due, want 0", got)
@@ -46,4 +47,34 @@ func TestLatenessCountsWhatWaitsToFire(t *testing.T) {
 	release <- struct{}{}
 	h.waitFired(tg, 1)
 	kafkatest.Eventually(t, 30*time.Second, "Lateness 0 once the fire committed", func() bool { return e.Lateness() == 0 })
+}
+
+// TestFiresComeFirst: occurrences due commit ahead of the commands
+// waiting, and commands wait for a fire due before they would likely be
+// done, once.
+func TestFiresComeFirst(t *testing.T) {
+	const now = 1_000_000
+	for _, tc := range []struct {
+		name      string
+		scheduled bool
+		due       int64
+		waiting   int
+		took      time.Duration
+		deferred  bool
+		want      step
+	}{
+		{"idle", false, 0, 0, 0, false, waitForInput},
+		{"nothing due yet", true, now + 500, 0, 0, false, waitForInput},
+		{"due, nothing waiting", true, now, 0, 0, false, fireDue},
+		{"due, with commands waiting", true, now - 20, 2500, 300 * time.Millisecond, false, fireDue},
+		{"due, with commands that waited once", true, now - 20, 2500, 300 * time.Millisecond, true, fireDue},
+		{"commands, nothing scheduled", false, 0, 10, 300 * time.Millisecond, false, applyCommands},
+		{"commands, the next fire after they would be done", true, now + 400, 10, 300 * time.Millisecond, false, applyCommands},
+		{"commands, a fire due before they would be done", true, now + 200, 10, 300 * time.Millisecond, false, holdCommands},
+		{"commands that waited once already go", true, now + 200, 10, 300 * time.Millisecond, true, applyCommands},
+	} {
+		if got := nextStep(tc.scheduled, tc.due, now, tc.waiting, tc.took, tc.deferred); got != tc.want {
+			t.Errorf("%s: step %d, want %d", tc.name, got, tc.want)
+		}
+	}
 }
