@@ -113,10 +113,8 @@ type Injector struct {
 	// progress is the Progress of the file being injected, told of each
 	// record the brokers acknowledge.
 	progress progressHook
-	// clock times the waits of Pacing; txnTimeout is the transactional
-	// producer's transaction timeout.
-	clock      clockwork.Clock
-	txnTimeout time.Duration
+	// clock times the waits of Pacing.
+	clock clockwork.Clock
 }
 
 // progressHook passes the brokers' acknowledgements of the transactional
@@ -183,7 +181,6 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 		return nil, fmt.Errorf("injector: %w", err)
 	}
 	in.batches, in.cl, in.notices = batches, cl, notices
-	in.txnTimeout = transactionTimeout(cl)
 	return in, nil
 }
 
@@ -521,9 +518,7 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	src := record.Source{Batch: id, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	var fillErr error // the file's own problem, found while producing
 	err = in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
-		pace.transaction(in.txnTimeout)
 		emit := func(r converters.Row) error {
-			pace.row(ctx)
 			if _, bad := skip[r.Line]; bad && partial {
 				return nil
 			}

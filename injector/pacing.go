@@ -6,22 +6,22 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Pacing makes files give way to the scheduler when it fires late. A
 // flood of files (a whole estate exported at once) would otherwise take
 // the CPU, the brokers and the scheduler's own transactions, which must
 // apply every command injected, from the fires due meanwhile. Before each
-// file and every paceRows rows of it, the injector looks how late the
-// scheduler fires (Config.Late); while it is later than Lateness, the file
-// waits, at most MaxWait at each look, so that files always make headway
-// however late the scheduler stays.
+// file and every paceRows rows of its check pass, the injector looks how
+// late the scheduler fires (Config.Late); while it is later than Lateness,
+// the file waits, at most MaxWait at each look, so that files always make
+// headway however late the scheduler stays.
 //
-// Inside a file's transaction (the rows of a large file produced after
-// its check pass) a file waits at most a quarter of the producer's
-// transaction timeout in all: the brokers abort a transaction open for
-// longer than that timeout.
+// A file never waits while its transaction is open: every read_committed
+// reader of the input partitions, the scheduler first, would wait with
+// it, and the brokers abort a transaction open too long. The rows of a
+// file too large to keep after its check pass (bufferRows) are converted
+// again inside the transaction, unpaced.
 type Pacing struct {
 	// Lateness is how late the scheduler may fire before files wait: how
 	// long the occurrence due longest ago has waited to fire. Zero: files
@@ -66,10 +66,6 @@ type pacer struct {
 	onWait func(time.Duration)
 
 	rows int
-	// inTxn, once set, bounds what the file may still wait, inside its
-	// transaction.
-	inTxn  bool
-	budget time.Duration
 }
 
 // pacer returns the pacer of one file.
@@ -79,14 +75,6 @@ func (in *Injector) pacer() *pacer {
 		p.late = in.cfg.Late
 	}
 	return p
-}
-
-// transaction starts the file's transaction: from now on the file waits
-// at most a quarter of timeout in all.
-func (p *pacer) transaction(timeout time.Duration) {
-	if p != nil {
-		p.inTxn, p.budget = true, timeout/4
-	}
 }
 
 // row counts a row of the file, and waits every paceRows rows while the
@@ -102,19 +90,12 @@ func (p *pacer) row(ctx context.Context) {
 }
 
 // wait waits while the scheduler is later than p.Lateness, for at most
-// p.MaxWait (and the budget left inside a transaction), or until ctx is
-// done.
+// p.MaxWait, or until ctx is done.
 func (p *pacer) wait(ctx context.Context) {
 	if p == nil || p.late == nil || p.late() <= p.p.Lateness {
 		return
 	}
 	limit := p.p.MaxWait
-	if p.inTxn {
-		limit = min(limit, p.budget)
-	}
-	if limit <= 0 {
-		return
-	}
 	start := p.clock.Now()
 	for p.clock.Since(start) < limit && p.late() > p.p.Lateness && ctx.Err() == nil {
 		poll := p.clock.NewTimer(min(pollPace, limit-p.clock.Since(start)))
@@ -124,18 +105,7 @@ func (p *pacer) wait(ctx context.Context) {
 		}
 		poll.Stop()
 	}
-	waited := p.clock.Since(start)
-	if p.inTxn {
-		p.budget -= waited
-	}
 	if p.onWait != nil {
-		p.onWait(waited)
+		p.onWait(p.clock.Since(start))
 	}
-}
-
-// transactionTimeout is the timeout the brokers give the transactions of
-// cl.
-func transactionTimeout(cl *kgo.Client) time.Duration {
-	d, _ := cl.OptValue(kgo.TransactionTimeout).(time.Duration)
-	return d
 }

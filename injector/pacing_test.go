@@ -48,9 +48,6 @@ func TestFileWaitsWhileTheSchedulerIsLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Close)
-	if in.txnTimeout != 5*time.Minute {
-		t.Errorf("transaction timeout read back as %s, want the injector's 5m", in.txnTimeout)
-	}
 
 	done := make(chan error, 1)
 	go func() {
@@ -86,9 +83,6 @@ func TestPacerWaits(t *testing.T) {
 		name string
 		// lateness answers the pacer's n-th look (from 0).
 		lateness func(n int) time.Duration
-		// txn, when set, is the transaction timeout: the waits are
-		// inside the file's transaction.
-		txn time.Duration
 		// waits is how many times wait is called; want the waits
 		// OnPaced is told of.
 		waits int
@@ -100,10 +94,6 @@ func TestPacerWaits(t *testing.T) {
 			waits: 1, want: []time.Duration{30 * time.Millisecond}},
 		{name: "late all along: each wait bounded", lateness: func(int) time.Duration { return time.Hour },
 			waits: 3, want: []time.Duration{maxWait, maxWait, maxWait}},
-		{name: "inside a transaction: a quarter of its timeout in all", lateness: func(int) time.Duration { return time.Hour },
-			txn: 1200 * time.Millisecond, waits: 5, want: []time.Duration{maxWait, maxWait, maxWait}},
-		{name: "inside a transaction: the last wait cut short", lateness: func(int) time.Duration { return time.Hour },
-			txn: 1000 * time.Millisecond, waits: 4, want: []time.Duration{maxWait, maxWait, 50 * time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := clockwork.NewFakeClock()
@@ -123,9 +113,6 @@ func TestPacerWaits(t *testing.T) {
 					defer mu.Unlock()
 					got = append(got, d)
 				},
-			}
-			if tc.txn > 0 {
-				p.transaction(tc.txn)
 			}
 			for range tc.waits {
 				// The pacer either returns or waits on the fake clock,
@@ -167,5 +154,44 @@ func TestPacingIsValidated(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.p, err, tc.want)
 		}
+	}
+}
+
+// TestLargeFileWaitsOnlyOutsideItsTransaction injects a file too large to
+// keep after its check pass while the scheduler stays late: the file waits
+// before it starts and every 1,000 rows of its check pass, never while its
+// transaction is open, and goes in whole.
+func TestLargeFileWaitsOnlyOutsideItsTransaction(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	topics := record.Topics{}.WithDefaults()
+	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 3, -1); err != nil {
+		t.Fatal(err)
+	}
+	var waits atomic.Int64
+	in, err := New(Config{
+		ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics,
+		Pacing:  Pacing{Lateness: 250 * time.Millisecond, MaxWait: 5 * time.Millisecond},
+		Late:    func() time.Duration { return time.Hour },
+		OnPaced: func(time.Duration) { waits.Add(1) },
+	}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	const rows = bufferRows + 5_000
+	var b strings.Builder
+	b.WriteString("host,name,topic\n")
+	for i := range rows {
+		fmt.Fprintf(&b, "acme,job-%06d,jobs\n", i)
+	}
+	res, err := in.Inject(context.Background(), File{Path: writeFile(t, "big.csv", b.String())}, converters.CSV{}, converters.Options{})
+	if err != nil || res.Batch.Rows != rows {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if got, want := waits.Load(), int64(1+rows/paceRows); got != want {
+		t.Errorf("%d waits, want %d: one before the file and one every %d rows of its check pass", got, want, paceRows)
+	}
+	if n := len(kafkatest.Drain(t, brokers, topics.Input)); n != rows {
+		t.Errorf("%d commands, want %d", n, rows)
 	}
 }
