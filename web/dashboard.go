@@ -43,7 +43,12 @@ func (q FolderQueue) line() string {
 	if q.Queued == 1 {
 		files = "1 file queued"
 	}
-	left := "about " + coarse(q.Left) + " left"
+	// Rounded, not cut: 2m57s is about 3m.
+	about := q.Left.Round(time.Second)
+	if about >= time.Minute {
+		about = q.Left.Round(time.Minute)
+	}
+	left := "about " + coarse(about) + " left"
 	switch {
 	case q.PerMinute <= 0:
 		return files + ": estimating the time left"

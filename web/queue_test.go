@@ -18,13 +18,14 @@ func TestDashboardShowsQueuesDraining(t *testing.T) {
 	f := newFeed(t, now)
 	srv, err := web.New(web.Config{
 		Now:     func() time.Time { return now },
-		Folders: []string{"/srv/estate", "/srv/quiet", "/srv/fresh", "/srv/last/", "/srv/fast"},
+		Folders: []string{"/srv/estate", "/srv/export", "/srv/quiet", "/srv/fresh", "/srv/last/", "/srv/fast"},
 		Queues: func() []web.FolderQueue {
 			return []web.FolderQueue{
-				{Dir: "/srv/estate", Queued: 480, PerMinute: 95.4, Left: 5*time.Minute + 3*time.Second},
+				{Dir: "/srv/estate", Queued: 480, PerMinute: 95.4, Left: 5*time.Minute + 2*time.Second},
+				{Dir: "/srv/export", Queued: 393, PerMinute: 133, Left: 2*time.Minute + 57*time.Second},
 				{Dir: "/srv/quiet"},
 				{Dir: "/srv/fresh", Queued: 12},
-				{Dir: "/srv/last", Queued: 1, PerMinute: 2.5, Left: 48 * time.Second},
+				{Dir: "/srv/last", Queued: 1, PerMinute: 2.5, Left: 48*time.Second + 600*time.Millisecond},
 				{Dir: "/srv/fast", Queued: 3, PerMinute: 600, Left: 400 * time.Millisecond},
 			}
 		},
@@ -41,8 +42,9 @@ func TestDashboardShowsQueuesDraining(t *testing.T) {
 	}
 	want := map[string]string{
 		"/srv/estate": "480 files queued, 95 handled a minute: about 5m left",
+		"/srv/export": "393 files queued, 133 handled a minute: about 3m left",
 		"/srv/fresh":  "12 files queued: estimating the time left",
-		"/srv/last/":  "1 file queued, 2.5 handled a minute: about 48s left",
+		"/srv/last/":  "1 file queued, 2.5 handled a minute: about 49s left",
 		"/srv/fast":   "3 files queued, 600 handled a minute: less than a second left",
 	}
 	if len(got) != len(want) {
