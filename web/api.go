@@ -7,11 +7,13 @@ import (
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
 
-// The JSON API answers with the same data as the pages. Lists are JSON
-// arrays, never null; times are RFC 3339 UTC strings.
+// The JSON API answers with the same data as the pages. Lists take the
+// pages' filters and answer one page as a JSON array, never null, with
+// the total and the links to the pages around it in headers; times are
+// RFC 3339 UTC strings.
 
 func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
-	sum, err := s.src.Summary(r.Context())
+	sum, err := s.src.Summary(r.Context(), s.now())
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
@@ -19,24 +21,26 @@ func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, sum)
 }
 
+// apiFiles lists the files, recorded or on their way in, as the files
+// page does.
 func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
-	limit, err := s.limitParam(r)
+	f, err := s.fileFilter(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	files, err := s.src.RecentBatches(r.Context(), limit)
+	p, err := s.src.Files(r.Context(), f)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, nonNil(files))
+	writePage(s, w, r, fileParams, p, p.Rows)
 }
 
 // apiArrivals lists the files on their way in, and those that failed before
 // their content was recorded.
 func (s *Server) apiArrivals(w http.ResponseWriter, r *http.Request) {
-	limit, err := s.limitParam(r)
+	_, _, limit, err := s.pageParams(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -59,22 +63,17 @@ func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
-	limit, err := s.limitParam(r)
+	f, err := s.taskFilter(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	f, _, err := taskFilterParam(r, limit)
-	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	tasks, err := s.src.Tasks(r.Context(), f)
+	p, err := s.src.Tasks(r.Context(), f)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, nonNil(tasks))
+	writePage(s, w, r, taskParams, p, p.Rows)
 }
 
 func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
@@ -86,43 +85,38 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, t)
 }
 
+// apiExecutions lists executions as the executions page does; an overdue
+// one says OVERDUE, with the status recorded beside it.
 func (s *Server) apiExecutions(w http.ResponseWriter, r *http.Request) {
-	limit, err := s.limitParam(r)
+	f, err := s.executionFilter(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var executions []storetype.Execution
-	if key := r.URL.Query().Get("task"); key != "" {
-		executions, err = s.src.ExecutionsByTask(r.Context(), key, limit)
-	} else {
-		executions, err = s.src.RecentExecutions(r.Context(), limit)
-	}
+	p, err := s.src.Executions(r.Context(), f)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, nonNil(executions))
+	rows := make([]storetype.Execution, 0, len(p.Rows))
+	for _, e := range p.Rows {
+		rows = append(rows, e.AsOf(f.Now))
+	}
+	writePage(s, w, r, executionParams, p, rows)
 }
 
 func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
-	limit, err := s.limitParam(r)
+	f, err := s.auditFilter(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	f, err := auditFilterParam(r.URL.Query())
-	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	f.Limit = limit
-	events, err := s.src.Audit(r.Context(), f)
+	p, err := s.src.Audit(r.Context(), f)
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, nonNil(events))
+	writePage(s, w, r, auditParams, p, p.Rows)
 }
 
 // nonNil makes an empty list encode as [] rather than null.

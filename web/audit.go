@@ -8,34 +8,34 @@ import (
 )
 
 // auditModel is the audit page: the filters as asked, the actions to pick
-// from and the events selected.
+// from and a page of the events selected.
 type auditModel struct {
 	Query   url.Values
 	Actions []string
 	Events  []storetype.AuditEvent
+	Pager   pager
 }
 
 type auditHandler struct{ s *Server }
 
-// ServeHTTP renders the audit events the filters select, newest first.
+// ServeHTTP renders a page of the audit events the filters select, newest
+// first unless asked otherwise.
 func (h auditHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f, err := auditFilterParam(r.URL.Query())
+	if canonical(w, r, auditParams) {
+		return
+	}
+	f, err := h.s.auditFilter(r.URL.Query())
 	if err != nil {
 		h.s.badRequest(w, r, err.Error())
 		return
 	}
-	f.Limit = h.s.cfg.ListLimit
-	q := url.Values{}
-	for _, k := range []string{"from", "to", "actor", "action", "object"} {
-		if v := r.URL.Query().Get(k); v != "" {
-			q.Set(k, v)
-		}
-	}
-	m := auditModel{Query: q}
-	if m.Events, err = h.s.src.Audit(r.Context(), f); err != nil {
+	m := auditModel{Query: listQuery(r.URL.Query(), auditParams)}
+	p, err := h.s.src.Audit(r.Context(), f)
+	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
+	m.Events, m.Pager = p.Rows, pagerOf(r, auditParams, p, "events")
 	if m.Actions, err = h.s.src.AuditActions(r.Context()); err != nil {
 		h.s.fail(w, r, err)
 		return

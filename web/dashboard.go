@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 type dashboardModel struct {
 	Now        time.Time
 	Summary    storetype.Summary
-	Files      []fileRow
+	Files      []storetype.File
 	Tasks      []storetype.Task
 	Executions []storetype.Execution
 	Hour       storetype.Activity
@@ -73,28 +74,37 @@ func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limit := min(h.s.cfg.ListLimit, 20)
 	m := dashboardModel{Now: h.s.now(), Folders: h.s.folderRows()}
 	var err error
-	if m.Hour, err = h.s.src.ActivitySince(ctx, m.Now.Add(-time.Hour)); err != nil {
+	// To the second: the counts' links filter the lists from the moment
+	// the counts began.
+	if m.Hour, err = h.s.src.ActivitySince(ctx, m.Now.Add(-time.Hour).Truncate(time.Second)); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Summary, err = h.s.src.Summary(ctx); err != nil {
+	if m.Summary, err = h.s.src.Summary(ctx, m.Now); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Files, err = h.s.recentFiles(ctx, limit); err != nil {
+	files, err := h.s.src.Files(ctx, storetype.FileFilter{Limit: limit})
+	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Tasks, err = h.s.src.Tasks(ctx, storetype.TaskFilter{Status: storetype.TaskActive, Limit: limit}); err != nil {
+	tasks, err := h.s.src.Tasks(ctx, storetype.TaskFilter{Status: storetype.TaskActive, Limit: limit})
+	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Executions, err = h.s.src.RecentExecutions(ctx, limit); err != nil {
+	executions, err := h.s.src.Executions(ctx, storetype.ExecutionFilter{Now: m.Now, Limit: limit})
+	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
+	m.Files, m.Tasks, m.Executions = files.Rows, tasks.Rows, executions.Rows
 	h.s.page(w, r, http.StatusOK, "Dashboard", "dashboard", dashboardView(m))
 }
+
+// sinceParam writes a moment for a list's ?from=, escaped.
+func sinceParam(t time.Time) string { return url.QueryEscape(t.UTC().Format(time.RFC3339)) }
 
 // folderRows lists the watched folders, each with its queue when files
 // wait in it.

@@ -1,15 +1,42 @@
 package web
 
-import "net/http"
+import (
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+)
+
+// executionsModel is the executions list: its filters as asked, a page of
+// executions and where it is in the list.
+type executionsModel struct {
+	Now    time.Time
+	Query  url.Values
+	Filter storetype.ExecutionFilter
+	Rows   []storetype.Execution
+	Pager  pager
+}
 
 type executionsHandler struct{ s *Server }
 
-// ServeHTTP renders the latest executions.
+// ServeHTTP renders a page of the executions its filters select: status,
+// host, name, task, topic, file, from and to.
 func (h executionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	executions, err := h.s.src.RecentExecutions(r.Context(), h.s.cfg.ListLimit)
+	if canonical(w, r, executionParams) {
+		return
+	}
+	f, err := h.s.executionFilter(r.URL.Query())
+	if err != nil {
+		h.s.badRequest(w, r, err.Error())
+		return
+	}
+	p, err := h.s.src.Executions(r.Context(), f)
 	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	h.s.page(w, r, http.StatusOK, "Executions", "executions", executionsView(h.s.now(), executions))
+	m := executionsModel{Now: f.Now, Query: listQuery(r.URL.Query(), executionParams), Filter: f, Rows: p.Rows,
+		Pager: pagerOf(r, executionParams, p, "executions")}
+	h.s.page(w, r, http.StatusOK, "Executions", "executions", executionsView(m))
 }

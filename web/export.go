@@ -7,43 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
-
-// auditFilterParam reads the audit filters: from and to (RFC 3339 or
-// YYYY-MM-DD, UTC), actor, action, object.
-func auditFilterParam(q url.Values) (storetype.AuditFilter, error) {
-	f := storetype.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), Object: q.Get("object")}
-	for _, p := range []struct {
-		name string
-		into *time.Time
-		end  bool
-	}{{"from", &f.From, false}, {"to", &f.To, true}} {
-		v := strings.TrimSpace(q.Get(p.name))
-		if v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			d, derr := time.Parse("2006-01-02", v)
-			if derr != nil {
-				if d, derr = time.Parse("2006-01-02T15:04", v); derr != nil {
-					return f, fmt.Errorf("%s %q: want RFC 3339 or YYYY-MM-DD", p.name, v)
-				}
-			} else if p.end {
-				d = d.AddDate(0, 0, 1) // a "to" day includes that day
-			}
-			t = d
-		}
-		*p.into = t.UTC()
-	}
-	return f, nil
-}
 
 // report is a table exported whole, in CSV or as a sheet, one row at a
 // time however long it is.
@@ -104,6 +73,50 @@ func (s *Server) taskReport(f storetype.TaskFilter) report {
 		cut: func(last []string) string {
 			return "tasks after " + last[0] + " are left out: narrow the filters, or export the CSV"
 		},
+	}
+}
+
+// executionReport is every execution the list's filters select, in the
+// list's order, each with the status it shows now.
+func (s *Server) executionReport(f storetype.ExecutionFilter) report {
+	at := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return report{
+		name: "executions",
+		header: []string{"fire id", "task", "host", "name", "topic", "status", "recorded status", "scheduled", "fired", "reported",
+			"message", "worker", "partition", "offset", "file", "timeout (s)"},
+		widths: []int{34, 36, 14, 28, 20, 10, 10, 24, 24, 24, 40, 16, 9, 10, 16, 10},
+		each: func(ctx context.Context, row func([]string) error) error {
+			return s.src.EachExecution(ctx, f, func(e storetype.Execution) error {
+				e = e.AsOf(f.Now)
+				return row([]string{e.FireID, e.TaskKey(), e.Host, e.Name, e.Topic, e.Status, e.Recorded, at(e.ScheduledAt), at(e.FiredAt),
+					at(e.StatusAt), e.StatusMessage, e.Worker, strconv.Itoa(int(e.TargetPartition)), strconv.FormatInt(e.TargetOffset, 10),
+					e.Batch, strconv.FormatFloat(e.Timeout.Seconds(), 'f', -1, 64)})
+			})
+		},
+		cut: func(last []string) string {
+			return "executions after " + last[8] + " are left out: narrow the filters, or export the CSV"
+		},
+	}
+}
+
+func (s *Server) exportExecutionsCSV(w http.ResponseWriter, r *http.Request) {
+	if f, err := s.executionFilter(r.URL.Query()); err != nil {
+		s.badRequest(w, r, err.Error())
+	} else {
+		s.exportCSV(w, r, s.executionReport(f))
+	}
+}
+
+func (s *Server) exportExecutionsXLSX(w http.ResponseWriter, r *http.Request) {
+	if f, err := s.executionFilter(r.URL.Query()); err != nil {
+		s.badRequest(w, r, err.Error())
+	} else {
+		s.exportXLSX(w, r, s.executionReport(f))
 	}
 }
 
@@ -195,7 +208,7 @@ func writeXLSX(ctx context.Context, rep report, w io.Writer) error {
 }
 
 func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
-	if f, err := auditFilterParam(r.URL.Query()); err != nil {
+	if f, err := s.auditFilter(r.URL.Query()); err != nil {
 		s.badRequest(w, r, err.Error())
 	} else {
 		s.exportCSV(w, r, s.auditReport(f))
@@ -203,7 +216,7 @@ func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
-	if f, err := auditFilterParam(r.URL.Query()); err != nil {
+	if f, err := s.auditFilter(r.URL.Query()); err != nil {
 		s.badRequest(w, r, err.Error())
 	} else {
 		s.exportXLSX(w, r, s.auditReport(f))
@@ -213,7 +226,7 @@ func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
 // taskReportFilter reads a task report's filters; a file that does not
 // exist is answered as not found rather than as an empty report.
 func (s *Server) taskReportFilter(w http.ResponseWriter, r *http.Request) (storetype.TaskFilter, bool) {
-	f, _, err := taskFilterParam(r, 0)
+	f, err := s.taskFilter(r.URL.Query())
 	if err != nil {
 		s.badRequest(w, r, err.Error())
 		return f, false

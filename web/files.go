@@ -1,60 +1,41 @@
 package web
 
 import (
-	"cmp"
-	"context"
 	"net/http"
-	"slices"
+	"net/url"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
 
+// filesModel is the files list: its filters as asked and a page of the
+// files, recorded or on their way in.
+type filesModel struct {
+	Query url.Values
+	Rows  []storetype.File
+	Pager pager
+}
+
 type filesHandler struct{ s *Server }
 
-// ServeHTTP renders the latest files.
+// ServeHTTP renders a page of the files its filters select: status,
+// folder, name, from and to.
 func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	files, err := h.s.recentFiles(r.Context(), h.s.cfg.ListLimit)
+	if canonical(w, r, fileParams) {
+		return
+	}
+	f, err := h.s.fileFilter(r.URL.Query())
+	if err != nil {
+		h.s.badRequest(w, r, err.Error())
+		return
+	}
+	p, err := h.s.src.Files(r.Context(), f)
 	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	h.s.page(w, r, http.StatusOK, "Files", "files", filesView(files))
-}
-
-// fileRow is one line of a files list: a file on its way in, or a file
-// whose batch is recorded.
-type fileRow struct {
-	Arrival *storetype.Arrival
-	Batch   *storetype.Batch
-}
-
-func (f fileRow) updatedAt() time.Time {
-	if f.Batch != nil {
-		return f.Batch.UpdatedAt
-	}
-	return f.Arrival.UpdatedAt
-}
-
-// recentFiles lists the files arriving and recorded, newest first.
-func (s *Server) recentFiles(ctx context.Context, limit int) ([]fileRow, error) {
-	arrivals, err := s.src.RecentArrivals(ctx, limit)
-	if err != nil {
-		return nil, err
-	}
-	batches, err := s.src.RecentBatches(ctx, limit)
-	if err != nil {
-		return nil, err
-	}
-	rows := make([]fileRow, 0, len(arrivals)+len(batches))
-	for i := range arrivals {
-		rows = append(rows, fileRow{Arrival: &arrivals[i]})
-	}
-	for i := range batches {
-		rows = append(rows, fileRow{Batch: &batches[i]})
-	}
-	slices.SortStableFunc(rows, func(a, b fileRow) int { return b.updatedAt().Compare(a.updatedAt()) })
-	return rows[:min(len(rows), cmp.Or(limit, len(rows)))], nil
+	h.s.page(w, r, http.StatusOK, "Files", "files", filesView(filesModel{Query: listQuery(r.URL.Query(), fileParams),
+		Rows: p.Rows, Pager: pagerOf(r, fileParams, p, "files")}))
 }
 
 // fileModel is one file's page: the file, the tasks it defines and its
@@ -62,8 +43,8 @@ func (s *Server) recentFiles(ctx context.Context, limit int) ([]fileRow, error) 
 type fileModel struct {
 	Now        time.Time
 	File       storetype.Batch
-	Tasks      []storetype.Task
-	Executions []storetype.Execution
+	Tasks      storetype.Page[storetype.Task]
+	Executions storetype.Page[storetype.Execution]
 	Audit      []storetype.AuditEvent
 	CanOperate bool
 	// CanDefine offers Apply on a held file: it creates and replaces
@@ -87,7 +68,7 @@ func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Executions, err = h.s.src.ExecutionsByBatch(ctx, m.File.ID, h.s.cfg.ListLimit); err != nil {
+	if m.Executions, err = h.s.src.Executions(ctx, storetype.ExecutionFilter{Batch: m.File.ID, Now: m.Now, Limit: h.s.cfg.ListLimit}); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,32 +111,21 @@ func prettyJSON(s string) string {
 	return buf.String()
 }
 
-// orAll names the empty filter value.
-func orAll(s string) string {
-	if s == "" {
-		return "all"
-	}
-	return s
-}
-
 // actionURL is the API route that applies verb to one task.
 func actionURL(key, verb string) string {
 	return "/api" + taskURL(key) + "/" + verb
 }
 
-// taskListURL is path with the task list's filters as its query: the bulk
-// actions' API routes, the task report's downloads.
-func taskListURL(path string, f storetype.TaskFilter, status string) string {
-	q := url.Values{}
-	for k, v := range map[string]string{"file": f.Batch, "host": f.Host, "name": f.Name, "topic": f.Topic, "status": status} {
-		if v != "" {
-			q.Set(k, v)
+// filterURL is path with a list's filters, not its order or page, as its
+// query: the bulk actions' API routes, a report's downloads.
+func filterURL(path string, q url.Values) string {
+	f := url.Values{}
+	for k, v := range q {
+		if !slices.Contains(listParams, k) {
+			f[k] = v
 		}
 	}
-	if len(q) == 0 {
-		return path
-	}
-	return path + "?" + q.Encode()
+	return path + queryString(f)
 }
 
 // bulkSelects reports whether a task list's filters select tasks enough

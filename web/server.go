@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,20 +31,18 @@ var staticFiles embed.FS
 // storetype.ErrNotFound when there is no such row. The store implements
 // it.
 type Source interface {
-	Summary(ctx context.Context) (storetype.Summary, error)
-	RecentBatches(ctx context.Context, limit int) ([]storetype.Batch, error)
+	Summary(ctx context.Context, now time.Time) (storetype.Summary, error)
+	Files(ctx context.Context, f storetype.FileFilter) (storetype.Page[storetype.File], error)
 	RecentArrivals(ctx context.Context, limit int) ([]storetype.Arrival, error)
-	ExecutionsByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Execution, error)
 	BatchByID(ctx context.Context, id string) (storetype.Batch, error)
-	Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error)
+	Tasks(ctx context.Context, f storetype.TaskFilter) (storetype.Page[storetype.Task], error)
 	EachTask(ctx context.Context, f storetype.TaskFilter, fn func(storetype.Task) error) error
 	TaskByKey(ctx context.Context, key string) (storetype.Task, error)
-	RecentExecutions(ctx context.Context, limit int) ([]storetype.Execution, error)
-	ExecutionsByTask(ctx context.Context, key string, limit int) ([]storetype.Execution, error)
-	RecentAudit(ctx context.Context, limit int) ([]storetype.AuditEvent, error)
-	AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error)
+	Executions(ctx context.Context, f storetype.ExecutionFilter) (storetype.Page[storetype.Execution], error)
+	EachExecution(ctx context.Context, f storetype.ExecutionFilter, fn func(storetype.Execution) error) error
 	ExecutionByFireID(ctx context.Context, fireID string) (storetype.Execution, error)
-	Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype.AuditEvent, error)
+	Audit(ctx context.Context, f storetype.AuditFilter) (storetype.Page[storetype.AuditEvent], error)
+	AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error)
 	EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error
 	AuditActions(ctx context.Context) ([]string, error)
 	ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error)
@@ -56,8 +53,9 @@ type Config struct {
 	// Title names the console in the header and page titles. Defaults to
 	// "jobdrop".
 	Title string
-	// ListLimit bounds every list a page or the API shows, unless a
-	// request asks for fewer (API: ?limit=). Defaults to 50; at most 1000.
+	// ListLimit is the rows of a page of every list, pages and API alike,
+	// unless a request asks for another number (?limit=, at most 1000).
+	// Defaults to 50; at most 1000.
 	ListLimit int
 	// Now is the clock relative times ("in 4m") are counted from.
 	// Defaults to time.Now.
@@ -239,6 +237,8 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /events", s.serveEvents)
 	mux.HandleFunc("GET /audit/export.csv", s.exportAuditCSV)
 	mux.HandleFunc("GET /audit/export.xlsx", s.exportAuditXLSX)
+	mux.HandleFunc("GET /executions/export.csv", s.exportExecutionsCSV)
+	mux.HandleFunc("GET /executions/export.xlsx", s.exportExecutionsXLSX)
 	// Task keys hold a "/": no task is called export.csv.
 	mux.HandleFunc("GET /tasks/export.csv", s.exportTasksCSV)
 	mux.HandleFunc("GET /tasks/export.xlsx", s.exportTasksXLSX)
@@ -312,6 +312,10 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title 
 // fail answers a request whose data could not be read: not found, or an
 // internal error logged here, once.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if badList(err) {
+		s.badRequest(w, r, err.Error())
+		return
+	}
 	if errors.Is(err, storetype.ErrNotFound) {
 		s.page(w, r, http.StatusNotFound, "Not found", "", messageView("Not found", "There is nothing at "+r.URL.Path+"."))
 		return
@@ -328,35 +332,16 @@ func (s *Server) badRequest(w http.ResponseWriter, r *http.Request, msg string) 
 	s.page(w, r, http.StatusBadRequest, "Bad request", "", messageView("Bad request", msg))
 }
 
+// badList reports whether a list refused its cursor or a filter's value.
+func badList(err error) bool {
+	return errors.Is(err, storetype.ErrBadCursor) || errors.Is(err, storetype.ErrBadFilter)
+}
+
 type notFoundHandler struct{ s *Server }
 
 // ServeHTTP answers every unknown path with the not-found page.
 func (h notFoundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.s.fail(w, r, storetype.ErrNotFound)
-}
-
-// limitParam reads ?limit=, defaulting to and capped by the configured
-// list limit.
-func (s *Server) limitParam(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("limit")
-	if v == "" {
-		return s.cfg.ListLimit, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("limit %q: want a positive whole number", v)
-	}
-	return min(n, maxListLimit), nil
-}
-
-// taskStatusParam reads ?status= for task lists: empty or a known status.
-func taskStatusParam(r *http.Request) (string, error) {
-	v := r.URL.Query().Get("status")
-	switch v {
-	case "", storetype.TaskActive, storetype.TaskCompleted, storetype.TaskDeleted:
-		return v, nil
-	}
-	return "", fmt.Errorf("status %q: want active, completed or deleted", v)
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
@@ -378,6 +363,10 @@ func (s *Server) writeJSONError(w http.ResponseWriter, status int, msg string) {
 
 // apiFail answers an API request whose data could not be read.
 func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
+	if badList(err) {
+		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if errors.Is(err, storetype.ErrNotFound) {
 		s.writeJSONError(w, http.StatusNotFound, err.Error())
 		return

@@ -346,24 +346,36 @@ func TestNoticeShowsAbovePagesWhileSet(t *testing.T) {
 	}
 }
 
-// TestTaskListSaysWhenMoreMatch: a list cut at its limit says so and
-// offers a longer one; a list holding every match says nothing.
-func TestTaskListSaysWhenMoreMatch(t *testing.T) {
+// TestTaskListPages: a list longer than a page says how many match and
+// where the page is, and links the next page; the last page links back.
+func TestTaskListPages(t *testing.T) {
 	ts := serve(t, history(t))
-	doc := page(t, ts.URL+"/tasks?limit=2&host=acme")
+	doc := page(t, ts.URL+"/tasks?host=acme&limit=2")
 	if cells, _ := rows(t, doc, "tasks"); len(cells) != 2 {
 		t.Fatalf("listed %d tasks, want 2", len(cells))
 	}
-	more := byID(t, doc, "tasks-more")
-	if got := text(more); !strings.Contains(got, "More tasks match than the 2 listed") {
-		t.Errorf("note = %q", got)
+	pager := byID(t, doc, "pager")
+	if got := text(pager); !strings.HasPrefix(got, "3 tasks: 1–2") {
+		t.Errorf("pager = %q, want 3 tasks: 1–2", got)
 	}
-	links := findAll(more, element("a"))
-	if len(links) != 1 || attr(links[0], "href") != "/tasks?host=acme&limit=1000" {
-		t.Errorf("links in the note: %d, first %q", len(links), attr(links[0], "href"))
+	next := linkTo(t, pager, "Next →")
+	doc = page(t, ts.URL+next)
+	if cells, _ := rows(t, doc, "tasks"); len(cells) != 1 {
+		t.Fatalf("next page lists %d tasks, want 1", len(cells))
+	}
+	pager = byID(t, doc, "pager")
+	if got := text(pager); !strings.HasPrefix(got, "3 tasks: 3–3") || strings.Contains(got, "Next") {
+		t.Errorf("last page's pager = %q", got)
+	}
+	if first := linkTo(t, pager, "First"); first != "/tasks?host=acme&limit=2" {
+		t.Errorf("first page = %q", first)
+	}
+	back := page(t, ts.URL+linkTo(t, pager, "← Previous"))
+	if cells, _ := rows(t, back, "tasks"); len(cells) != 2 {
+		t.Errorf("previous page lists %d tasks, want 2", len(cells))
 	}
 	all := page(t, ts.URL+"/tasks?limit=3")
-	if n := findAll(all, func(n *html.Node) bool { return attr(n, "id") == "tasks-more" }); len(n) != 0 {
-		t.Error("a list of every match says more match")
+	if got := text(byID(t, all, "pager")); got != "3 tasks" {
+		t.Errorf("a list of every match says %q", got)
 	}
 }

@@ -3,72 +3,45 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
+	"net/url"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 )
 
-// tasksModel is the task list, filtered by host, name, file, topic and
-// state.
+// tasksModel is the task list, filtered by state, host, name, file,
+// topic and next fire.
 type tasksModel struct {
 	Now        time.Time
-	Status     string
+	Query      url.Values
 	Filter     storetype.TaskFilter
 	CanOperate bool
 	Back       string
 	Tasks      []storetype.Task
-	// More is set when more tasks match than the list shows; MoreURL then
-	// shows as many as the console can, when that is more.
-	More    bool
-	MoreURL string
-}
-
-// taskFilterParam reads the task list filters; status "paused" selects
-// the active tasks that are paused.
-func taskFilterParam(r *http.Request, limit int) (storetype.TaskFilter, string, error) {
-	q := r.URL.Query()
-	f := storetype.TaskFilter{Host: q.Get("host"), Name: q.Get("name"), Batch: q.Get("file"), Topic: q.Get("topic"), Limit: limit}
-	status := q.Get("status")
-	if status == "paused" {
-		f.Paused = true
-		return f, status, nil
-	}
-	st, err := taskStatusParam(r)
-	f.Status = st
-	return f, status, err
+	Pager      pager
 }
 
 type tasksHandler struct{ s *Server }
 
-// ServeHTTP renders the task list, filtered by ?status=, ?host=, ?name=,
-// ?file= and ?topic=.
+// ServeHTTP renders a page of the tasks its filters select: status, host,
+// name, file, topic, from and to (of the next fire).
 func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	limit, err := h.s.limitParam(r)
+	if canonical(w, r, taskParams) {
+		return
+	}
+	f, err := h.s.taskFilter(r.URL.Query())
 	if err != nil {
 		h.s.badRequest(w, r, err.Error())
 		return
 	}
-	// One more than shown, to tell whether there are more.
-	f, status, err := taskFilterParam(r, limit+1)
+	m := tasksModel{Now: h.s.now(), Query: listQuery(r.URL.Query(), taskParams), Filter: f, CanOperate: h.s.canOperate(r), Back: r.URL.RequestURI()}
+	p, err := h.s.src.Tasks(r.Context(), f)
 	if err != nil {
-		h.s.badRequest(w, r, err.Error())
-		return
-	}
-	m := tasksModel{Now: h.s.now(), Status: status, Filter: f, CanOperate: h.s.canOperate(r), Back: r.URL.RequestURI()}
-	if m.Tasks, err = h.s.src.Tasks(r.Context(), f); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	if len(m.Tasks) > limit {
-		m.Tasks, m.More = m.Tasks[:limit], true
-		if limit < maxListLimit {
-			q := r.URL.Query()
-			q.Set("limit", strconv.Itoa(maxListLimit))
-			m.MoreURL = "/tasks?" + q.Encode()
-		}
-	}
+	m.Tasks, m.Pager = p.Rows, pagerOf(r, taskParams, p, "tasks")
 	h.s.page(w, r, http.StatusOK, "Tasks", "tasks", tasksView(m))
 }
 
@@ -91,7 +64,7 @@ type taskModel struct {
 	NextFires  []time.Time
 	CanOperate bool
 	Back       string
-	Executions []storetype.Execution
+	Executions storetype.Page[storetype.Execution]
 }
 
 type taskHandler struct{ s *Server }
@@ -105,7 +78,7 @@ func (h taskHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	if m.Executions, err = h.s.src.ExecutionsByTask(ctx, m.Task.Key, h.s.cfg.ListLimit); err != nil {
+	if m.Executions, err = h.s.src.Executions(ctx, storetype.ExecutionFilter{Task: m.Task.Key, Now: m.Now, Limit: h.s.cfg.ListLimit}); err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
@@ -116,7 +89,7 @@ func (h taskHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // nextFires previews a live task's next n fires from its stored
 // definition and anchor, paused or not.
 func nextFires(t storetype.Task, now time.Time, n int) []time.Time {
-	if t.Status != storetype.TaskActive || t.Definition == "" || t.Anchor == nil {
+	if !t.Live() || t.Definition == "" || t.Anchor == nil {
 		return nil
 	}
 	var d task.Definition

@@ -187,7 +187,7 @@ func (s *Server) getSchedulers(w http.ResponseWriter, r *http.Request) {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("[")
 	n := 0
-	f := storetype.TaskFilter{Status: storetype.TaskActive, Host: q.Get("host"), Name: q.Get("name")}
+	f := storetype.TaskFilter{Status: storetype.TaskLive, Host: q.Get("host"), Name: q.Get("name")}
 	err := s.src.EachTask(r.Context(), f, func(t storetype.Task) error {
 		var d task.Definition
 		if t.Definition == "" || json.Unmarshal([]byte(t.Definition), &d) != nil {
@@ -255,7 +255,7 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 			s.apiFail(w, r, err)
 			return
 		}
-		if t.Status != storetype.TaskActive {
+		if !t.Live() {
 			s.writeJSONError(w, http.StatusConflict, fmt.Sprintf("task %s is %s", t.Key, t.Status))
 			return
 		}
@@ -309,7 +309,7 @@ var errUnknownDefinition = errors.New("its definition is not known here")
 // skipped. On an error it answers and returns false; commands sent before
 // it stay sent.
 func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb string) ([]string, bool) {
-	f, _, err := taskFilterParam(r, 0)
+	f, err := s.taskFilter(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return nil, false
@@ -338,7 +338,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		return nil
 	}
 	err = s.src.EachTask(r.Context(), f, func(t storetype.Task) error {
-		if t.Status != storetype.TaskActive {
+		if !t.Live() {
 			return nil
 		}
 		d, ok, err := command(t, verb)

@@ -734,12 +734,12 @@ func groupName(prefix string, i int) string {
 // groupPrefix is what the names of group g, and no other, contain.
 func groupPrefix(prefix string, g int) string { return fmt.Sprintf("%s%04d-", prefix, g) }
 
-// consoleTasks lists the console's active tasks, host by host and, for
+// consoleTasks lists the console's live tasks (active or paused), host by host and, for
 // the large populations, a group of names at a time.
 func (tt *tortured) consoleTasks() (map[string]taskView, error) {
 	out := map[string]taskView{}
 	list := func(host, name string) error {
-		q := url.Values{"host": {host}, "status": {storetype.TaskActive}, "limit": {"1000"}}
+		q := url.Values{"host": {host}, "status": {storetype.TaskLive}, "limit": {"1000"}}
 		if name != "" {
 			q.Set("name", name)
 		}

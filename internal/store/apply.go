@@ -417,8 +417,8 @@ func (a *applier) state(r *kgo.Record) error {
 		return malformed("encode definition: %v", err)
 	}
 	return a.exec(`INSERT INTO tasks (key, host, name, topic, schedule, definition, anchor, next_fire, fire_count, last_fire,
-			batch_id, source_file, source_folder, source_row, status, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?)
+			batch_id, source_file, source_folder, source_row, status, updated_at, paused)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
 		ON CONFLICT (key) DO UPDATE SET
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			schedule = excluded.schedule, definition = excluded.definition,
@@ -426,10 +426,10 @@ func (a *applier) state(r *kgo.Record) error {
 			fire_count = excluded.fire_count, last_fire = excluded.last_fire,
 			batch_id = excluded.batch_id, source_file = excluded.source_file, source_folder = excluded.source_folder,
 			source_row = excluded.source_row,
-			status = 'active', updated_at = excluded.updated_at`,
+			status = 'active', updated_at = excluded.updated_at, paused = excluded.paused`,
 		key, host, name, d.Topic, d.When(), string(def), nullMillis(st.Anchor), nullMillis(st.NextFire),
 		st.FireCount, nullMillis(st.LastFire), st.Source.Batch, st.Source.File, st.Source.Folder, st.Source.Row,
-		millisOr(st.UpdatedAt, r))
+		millisOr(st.UpdatedAt, r), d.Paused())
 }
 
 // stateEnd applies a tombstone: the task ended, for the reason in its

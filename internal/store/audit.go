@@ -31,8 +31,12 @@ func auditWhere(f storetype.AuditFilter) (string, []any) {
 		args = append(args, f.Action)
 	}
 	if f.Object != "" {
-		where = append(where, "instr(lower(object), lower(?)) > 0")
-		args = append(args, f.Object)
+		where = append(where, "object LIKE ? ESCAPE '\\'")
+		args = append(args, containing(f.Object))
+	}
+	if f.Outcome != "" {
+		where = append(where, "outcome = ?")
+		args = append(args, f.Outcome)
 	}
 	if len(where) == 0 {
 		return "", nil
@@ -40,17 +44,32 @@ func auditWhere(f storetype.AuditFilter) (string, []any) {
 	return " WHERE " + strings.Join(where, " AND "), args
 }
 
-// Audit returns the audit events the filter selects, newest first.
-func (s *Store) Audit(ctx context.Context, f storetype.AuditFilter) ([]storetype.AuditEvent, error) {
+// auditOrders are the orders of the audit list.
+var auditOrders = map[string]order{
+	storetype.SortNewest: {name: storetype.SortNewest, keys: []sortKey{{expr: "a.at", desc: true}, {expr: "a.seq", desc: true}}},
+	storetype.SortOldest: {name: storetype.SortOldest, keys: []sortKey{{expr: "a.at"}, {expr: "a.seq"}}},
+}
+
+// Audit returns the page of audit events the filter selects.
+func (s *Store) Audit(ctx context.Context, f storetype.AuditFilter) (storetype.Page[storetype.AuditEvent], error) {
+	var p storetype.Page[storetype.AuditEvent]
+	o, err := orderOf(auditOrders, f.Sort, storetype.SortNewest)
+	if err != nil {
+		return p, fmt.Errorf("audit: %w", err)
+	}
+	where, args := auditWhere(f)
+	var conds []string
+	if where != "" {
+		conds = []string{strings.TrimPrefix(where, " WHERE ")}
+	}
 	db, done := s.reader()
 	defer done()
-	where, args := auditWhere(f)
-	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
-		FROM audit`+where+` ORDER BY at DESC, seq DESC LIMIT ?`, append(args, clampLimit(f.Limit))...)
+	p, err = page(ctx, db, listQuery{table: "audit", alias: "a", where: conds, args: args, order: o,
+		cols: `a.id, a.at, a.actor, a.action, a.object, a.outcome, a.detail, a.batch_id`}, f.Cursor, f.Limit, scanAudit)
 	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+		return p, fmt.Errorf("audit: %w", err)
 	}
-	return collect(rows, scanAudit, "audit")
+	return p, nil
 }
 
 // exportChunk is how many audit events EachAudit reads at a time.
@@ -129,17 +148,19 @@ func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
 	}, "audit actions")
 }
 
-// ActivitySince counts the files seen, the fires and the failed
-// executions since a moment.
+// ActivitySince counts the files, the executions and the failed
+// executions since a moment, as the lists filtered from that moment on
+// count them (a file by when it last changed, an execution by when it is
+// shown: fired, or reported while only a worker's report is known).
 func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error) {
 	db, done := s.reader()
 	defer done()
 	a := storetype.Activity{Since: since.UTC()}
 	ms := since.UnixMilli()
 	err := db.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM batches WHERE updated_at >= ?),
-		(SELECT count(*) FROM executions WHERE fired_at >= ?),
-		(SELECT count(*) FROM executions INDEXED BY executions_failed WHERE status = 'FAILED' AND status_at >= ?)`, ms, ms, ms).
+		(SELECT count(*) FROM batches WHERE updated_at >= ?) + (SELECT count(*) FROM arrivals WHERE updated_at >= ?),
+		(SELECT count(*) FROM executions e WHERE `+execTime+` >= ?),
+		(SELECT count(*) FROM executions e WHERE e.status = 'FAILED' AND `+execTime+` >= ?)`, ms, ms, ms, ms).
 		Scan(&a.Files, &a.Fires, &a.Failures)
 	if err != nil {
 		return a, fmt.Errorf("activity: %w", err)

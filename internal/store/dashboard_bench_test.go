@@ -48,14 +48,20 @@ func BenchmarkDashboardQueries(b *testing.B) {
 		run  func() error
 	}{
 		{"activity", func() error { _, err := st.ActivitySince(ctx, time.Now().Add(-time.Hour)); return err }},
-		{"summary", func() error { _, err := st.Summary(ctx); return err }},
+		{"summary", func() error { _, err := st.Summary(ctx, time.Now()); return err }},
 		{"tasks", func() error {
 			_, err := st.Tasks(ctx, storetype.TaskFilter{Status: storetype.TaskActive, Limit: 10})
 			return err
 		}},
-		{"recent-executions", func() error { _, err := st.RecentExecutions(ctx, 10); return err }},
-		{"file-executions", func() error { _, err := st.ExecutionsByBatch(ctx, "b1", 50); return err }},
-		{"task-executions", func() error { _, err := st.ExecutionsByTask(ctx, "acme/job-0042", 50); return err }},
+		{"recent-executions", func() error { _, err := st.Executions(ctx, storetype.ExecutionFilter{Limit: 10}); return err }},
+		{"file-executions", func() error {
+			_, err := st.Executions(ctx, storetype.ExecutionFilter{Batch: "b1", Limit: 50})
+			return err
+		}},
+		{"task-executions", func() error {
+			_, err := st.Executions(ctx, storetype.ExecutionFilter{Task: "acme/job-0042", Limit: 50})
+			return err
+		}},
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			for b.Loop() {

@@ -58,6 +58,12 @@ func scanBatch(s scanner) (storetype.Batch, error) {
 		&added, &changed, &removed, &unchanged, &diff, &warnings); err != nil {
 		return b, err
 	}
+	fillBatch(&b, errs, diff, warnings, lastDup, added, changed, removed, unchanged, first, updated)
+	return b, nil
+}
+
+// fillBatch sets what a batch holds as columns of other types.
+func fillBatch(b *storetype.Batch, errs, diff, warnings string, lastDup, added, changed, removed, unchanged sql.NullInt64, first, updated int64) {
 	if warnings != "" {
 		b.Warnings = strings.Split(warnings, "\n")
 	}
@@ -71,14 +77,14 @@ func scanBatch(s scanner) (storetype.Batch, error) {
 	if errs != "" {
 		b.Errors = strings.Split(errs, "\n")
 	}
-	b.Accepted = max(b.Rows-b.Rejected, 0)
-	if b.Status == storetype.BatchRejected {
-		b.Accepted = 0 // rejected whole: its valid rows were not injected either
+	// Only an injected file's valid rows went in: a file rejected whole,
+	// held for review or known as a duplicate injected none.
+	if b.Status == storetype.BatchInjected {
+		b.Accepted = max(b.Rows-b.Rejected, 0)
 	}
 	b.LastDuplicateAt = timePtr(lastDup)
 	b.FirstSeen = timeOf(first)
 	b.UpdatedAt = timeOf(updated)
-	return b, nil
 }
 
 // BatchByID returns the file whose content has the SHA-256 id, with the
@@ -110,17 +116,102 @@ func (s *Store) BatchByID(ctx context.Context, id string) (storetype.Batch, erro
 // over.
 const maxKept = 100
 
-// RecentBatches returns the files most recently recorded or dropped again,
-// newest first.
-func (s *Store) RecentBatches(ctx context.Context, limit int) ([]storetype.Batch, error) {
+// fileTable is every file of the files list: the batches recorded, and
+// the files on their way in.
+const fileTable = `(SELECT 'b' AS kind, id, file, folder, status, duplicates, first_seen_at, updated_at, '' AS node, '' AS detail FROM batches
+	UNION ALL SELECT 'a', id, file, folder, status, 0, first_seen_at, updated_at, node, detail FROM arrivals)`
+
+// fileColumns reads a file of fileTable, joined with its batch.
+const fileColumns = `f.kind, f.id, f.file, f.folder, f.status, f.first_seen_at, f.updated_at, f.node, f.detail,
+	coalesce(b.size, 0), coalesce(b.rows, 0), coalesce(b.rejected, 0), coalesce(b.errors, ''), coalesce(b.duplicates, 0),
+	b.last_duplicate_at, CASE WHEN f.kind = 'b' THEN (SELECT count(*) FROM tasks t WHERE t.batch_id = f.id) ELSE 0 END,
+	b.added, b.changed, b.removed, b.unchanged, coalesce(b.diff, ''), coalesce(b.warnings, '')`
+
+// fileOrders are the orders of the files list.
+var fileOrders = map[string]order{
+	storetype.SortNewest: {name: storetype.SortNewest, keys: []sortKey{{expr: "f.updated_at", desc: true}, {expr: "f.id", desc: true}}},
+	storetype.SortOldest: {name: storetype.SortOldest, keys: []sortKey{{expr: "f.updated_at"}, {expr: "f.id"}}},
+}
+
+func scanFile(s scanner) (storetype.File, error) {
+	var kind string
+	var b storetype.Batch
+	var a storetype.Arrival
+	var first, updated int64
+	var errs, diff, warnings string
+	var lastDup, added, changed, removed, unchanged sql.NullInt64
+	if err := s.Scan(&kind, &b.ID, &b.File, &b.Folder, &b.Status, &first, &updated, &a.Node, &a.Detail,
+		&b.Size, &b.Rows, &b.Rejected, &errs, &b.Duplicates, &lastDup, &b.Tasks,
+		&added, &changed, &removed, &unchanged, &diff, &warnings); err != nil {
+		return storetype.File{}, err
+	}
+	if kind == "a" {
+		a.ID, a.File, a.Folder, a.Status = b.ID, b.File, b.Folder, b.Status
+		a.FirstSeen, a.UpdatedAt = timeOf(first), timeOf(updated)
+		return storetype.File{Arrival: &a}, nil
+	}
+	fillBatch(&b, errs, diff, warnings, lastDup, added, changed, removed, unchanged, first, updated)
+	return storetype.File{Batch: &b}, nil
+}
+
+// fileWhere is the conditions of a file filter, with their arguments.
+func fileWhere(f storetype.FileFilter) ([]string, []any, error) {
+	var where []string
+	var args []any
+	switch f.Status {
+	case "":
+	case storetype.BatchDuplicate:
+		// A file whose content was injected before: recorded as a
+		// duplicate, or counted on the batch it repeats.
+		where = append(where, "(f.status = 'duplicate' OR f.duplicates > 0)")
+	case storetype.BatchInjected, storetype.BatchRejected, storetype.BatchHeld:
+		where = append(where, "f.kind = 'b' AND f.status = ?")
+		args = append(args, f.Status)
+	case storetype.ArrivalReceived, storetype.ArrivalConverting, storetype.ArrivalFailed:
+		where = append(where, "f.kind = 'a' AND f.status = ?")
+		args = append(args, f.Status)
+	default:
+		return nil, nil, fmt.Errorf("status %q: %w", f.Status, storetype.ErrBadFilter)
+	}
+	if f.Folder != "" {
+		where = append(where, "f.folder = ?")
+		args = append(args, f.Folder)
+	}
+	if f.Name != "" {
+		where = append(where, "f.file LIKE ? ESCAPE '\\'")
+		args = append(args, containing(f.Name))
+	}
+	if !f.From.IsZero() {
+		where = append(where, "f.updated_at >= ?")
+		args = append(args, f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		where = append(where, "f.updated_at < ?")
+		args = append(args, f.To.UnixMilli())
+	}
+	return where, args, nil
+}
+
+// Files returns the page of files, recorded or on their way in, the
+// filter selects.
+func (s *Store) Files(ctx context.Context, f storetype.FileFilter) (storetype.Page[storetype.File], error) {
+	var p storetype.Page[storetype.File]
+	o, err := orderOf(fileOrders, f.Sort, storetype.SortNewest)
+	if err != nil {
+		return p, fmt.Errorf("files: %w", err)
+	}
+	where, args, err := fileWhere(f)
+	if err != nil {
+		return p, fmt.Errorf("files: %w", err)
+	}
 	db, done := s.reader()
 	defer done()
-	rows, err := db.QueryContext(ctx, `SELECT `+batchColumns+` FROM batches b
-		ORDER BY b.updated_at DESC, b.id LIMIT ?`, clampLimit(limit))
+	p, err = page(ctx, db, listQuery{table: fileTable, alias: "f", where: where, args: args, order: o,
+		join: ` LEFT JOIN batches b ON f.kind = 'b' AND b.id = f.id`, cols: fileColumns}, f.Cursor, f.Limit, scanFile)
 	if err != nil {
-		return nil, fmt.Errorf("recent batches: %w", err)
+		return p, fmt.Errorf("files: %w", err)
 	}
-	return collect(rows, scanBatch, "recent batches")
+	return p, nil
 }
 
 // RecentArrivals returns the files on their way in and those that failed
@@ -156,10 +247,10 @@ func (s *Store) BatchInjected(ctx context.Context, id string) (bool, error) {
 }
 
 const taskColumns = `t.key, t.host, t.name, t.topic, t.schedule, t.definition, t.anchor, t.next_fire,
-	t.fire_count, t.last_fire, t.batch_id, t.source_file, t.source_row, t.status, t.updated_at,
+	t.fire_count, t.last_fire, t.batch_id, t.source_file, t.source_row,
+	CASE WHEN t.status = 'active' AND t.paused THEN 'paused' ELSE t.status END, t.updated_at,
 	(SELECT count(*) FROM executions e WHERE e.host = t.host AND e.name = t.name),
 	(SELECT max(e.scheduled_at) FROM executions e WHERE e.host = t.host AND e.name = t.name),
-	coalesce(json_extract(nullif(t.definition, ''), '$.active') = 0, 0),
 	coalesce((SELECT f.fault FROM task_faults f WHERE f.key = t.key), '')`
 
 func scanTask(s scanner) (storetype.Task, error) {
@@ -168,9 +259,10 @@ func scanTask(s scanner) (storetype.Task, error) {
 	var updated int64
 	if err := s.Scan(&t.Key, &t.Host, &t.Name, &t.Topic, &t.Schedule, &t.Definition, &anchor, &next,
 		&t.FireCount, &last, &t.Batch, &t.SourceFile, &t.SourceRow, &t.Status, &updated,
-		&t.Executions, &lastExec, &t.Paused, &t.Fault); err != nil {
+		&t.Executions, &lastExec, &t.Fault); err != nil {
 		return t, err
 	}
+	t.Paused = t.Status == storetype.TaskPaused
 	t.Anchor = timePtr(anchor)
 	t.NextFire = timePtr(next)
 	t.LastFire = timePtr(last)
@@ -179,29 +271,62 @@ func scanTask(s scanner) (storetype.Task, error) {
 	return t, nil
 }
 
-// Tasks returns the tasks the filter selects: those due soonest first,
-// then ended tasks, most recently ended first.
-func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) ([]storetype.Task, error) {
+// taskNextKey orders the tasks due soonest first, then the ended ones
+// (no next fire), most recently ended first; migration 0008 indexes it.
+const taskNextKey = "coalesce(t.next_fire, 9000000000000000 - t.updated_at)"
+
+// taskOrders are the orders of the task list.
+var taskOrders = map[string]order{
+	storetype.TaskSortNext: {name: storetype.TaskSortNext, keys: []sortKey{{expr: taskNextKey}, {expr: "t.key"}}},
+	storetype.TaskSortKey:  {name: storetype.TaskSortKey, keys: []sortKey{{expr: "t.key"}}},
+}
+
+// orderOf picks the order called name, or the default when name is empty.
+func orderOf(orders map[string]order, name, def string) (order, error) {
+	if name == "" {
+		name = def
+	}
+	o, ok := orders[name]
+	if !ok {
+		return o, fmt.Errorf("sort %q: %w", name, storetype.ErrBadFilter)
+	}
+	return o, nil
+}
+
+// Tasks returns the page of tasks the filter selects.
+func (s *Store) Tasks(ctx context.Context, f storetype.TaskFilter) (storetype.Page[storetype.Task], error) {
+	var p storetype.Page[storetype.Task]
+	o, err := orderOf(taskOrders, f.Sort, storetype.TaskSortNext)
+	if err != nil {
+		return p, fmt.Errorf("tasks: %w", err)
+	}
+	where, args, err := taskWhere(f)
+	if err != nil {
+		return p, fmt.Errorf("tasks: %w", err)
+	}
 	db, done := s.reader()
 	defer done()
-	where, args := taskWhere(f)
-	q := `SELECT ` + taskColumns + ` FROM tasks t` + where +
-		` ORDER BY t.next_fire IS NULL, t.next_fire, t.updated_at DESC, t.key LIMIT ?`
-	rows, err := db.QueryContext(ctx, q, append(args, clampLimit(f.Limit))...)
+	// Part of a name is matched against every task: sorting the few that
+	// match beats reading every task in order for them.
+	p, err = page(ctx, db, listQuery{table: "tasks", alias: "t", where: where, args: args, order: o, cols: taskColumns, scan: f.Name != ""},
+		f.Cursor, f.Limit, scanTask)
 	if err != nil {
-		return nil, fmt.Errorf("tasks: %w", err)
+		return p, fmt.Errorf("tasks: %w", err)
 	}
-	return collect(rows, scanTask, "tasks")
+	return p, nil
 }
 
 // EachTask calls fn with every task the filter selects, however many, in
-// key order, one row at a time; f.Limit is ignored. It stops at fn's
-// first error and returns it.
+// key order, one row at a time; f.Sort, f.Cursor and f.Limit are
+// ignored. It stops at fn's first error and returns it.
 func (s *Store) EachTask(ctx context.Context, f storetype.TaskFilter, fn func(storetype.Task) error) error {
+	where, args, err := taskWhere(f)
+	if err != nil {
+		return fmt.Errorf("tasks: %w", err)
+	}
 	db, done := s.reader()
 	defer done()
-	where, args := taskWhere(f)
-	rows, err := db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t`+where+` ORDER BY t.key`, args...)
+	rows, err := db.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks t`+whereClause(where...)+` ORDER BY t.key`, args...)
 	if err != nil {
 		return fmt.Errorf("tasks: %w", err)
 	}
@@ -218,13 +343,23 @@ func (s *Store) EachTask(ctx context.Context, f storetype.TaskFilter, fn func(st
 	return rows.Err()
 }
 
-// taskWhere is the WHERE clause of a task filter, with its arguments.
-func taskWhere(f storetype.TaskFilter) (string, []any) {
+// taskWhere is the conditions of a task filter, with their arguments.
+func taskWhere(f storetype.TaskFilter) ([]string, []any, error) {
 	var where []string
 	var args []any
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case storetype.TaskActive:
+		where = append(where, "t.status = 'active' AND t.paused = 0")
+	case storetype.TaskPaused:
+		where = append(where, "t.status = 'active' AND t.paused = 1")
+	case storetype.TaskLive:
+		where = append(where, "t.status = 'active'")
+	case storetype.TaskCompleted, storetype.TaskDeleted:
 		where = append(where, "t.status = ?")
 		args = append(args, f.Status)
+	default:
+		return nil, nil, fmt.Errorf("status %q: %w", f.Status, storetype.ErrBadFilter)
 	}
 	if f.Batch != "" {
 		where = append(where, "t.batch_id = ?")
@@ -235,26 +370,22 @@ func taskWhere(f storetype.TaskFilter) (string, []any) {
 		args = append(args, f.Host)
 	}
 	if f.Name != "" {
-		where = append(where, "instr(lower(t.name), lower(?)) > 0")
-		args = append(args, f.Name)
+		where = append(where, "t.name LIKE ? ESCAPE '\\'")
+		args = append(args, containing(f.Name))
 	}
 	if f.Topic != "" {
 		where = append(where, "t.topic = ?")
 		args = append(args, f.Topic)
 	}
-	if f.Paused {
-		where = append(where, "t.status = 'active' AND json_extract(nullif(t.definition, ''), '$.active') = 0")
+	if !f.From.IsZero() {
+		where = append(where, "t.next_fire >= ?")
+		args = append(args, f.From.UnixMilli())
 	}
-	if len(where) == 0 {
-		return "", nil
+	if !f.To.IsZero() {
+		where = append(where, "t.next_fire < ?")
+		args = append(args, f.To.UnixMilli())
 	}
-	return ` WHERE ` + strings.Join(where, " AND "), args
-}
-
-// TasksByBatch returns up to limit tasks whose latest command came from
-// the file with this batch id.
-func (s *Store) TasksByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Task, error) {
-	return s.Tasks(ctx, storetype.TaskFilter{Batch: batchID, Limit: limit})
+	return where, args, nil
 }
 
 // TaskByKey returns the task with key host/name, or an error wrapping
@@ -272,8 +403,8 @@ func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, erro
 	return t, nil
 }
 
-const executionColumns = `fire_id, host, name, topic, target_partition, target_offset, scheduled_at, fired_at,
-	batch_id, status, status_message, status_worker, status_at, timeout`
+const executionColumns = `e.fire_id, e.host, e.name, e.topic, e.target_partition, e.target_offset, e.scheduled_at, e.fired_at,
+	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout`
 
 func scanExecution(s scanner) (storetype.Execution, error) {
 	var e storetype.Execution
@@ -290,44 +421,121 @@ func scanExecution(s scanner) (storetype.Execution, error) {
 	return e, nil
 }
 
-// RecentExecutions returns the latest fires, newest first (by fire time,
-// or report time while only a worker's report is known).
-func (s *Store) RecentExecutions(ctx context.Context, limit int) ([]storetype.Execution, error) {
-	db, done := s.reader()
-	defer done()
-	rows, err := db.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
-		ORDER BY coalesce(fired_at, status_at) DESC, scheduled_at DESC, fire_id LIMIT ?`, clampLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("recent executions: %w", err)
-	}
-	return collect(rows, scanExecution, "recent executions")
+// execTime is the time an execution is shown at: fired, or reported
+// while only a worker's report is known.
+const execTime = "coalesce(e.fired_at, e.status_at)"
+
+// executionOrders are the orders of the executions list.
+var executionOrders = map[string]order{
+	storetype.SortNewest: {name: storetype.SortNewest, keys: []sortKey{{expr: execTime, desc: true}, {expr: "e.fire_id", desc: true}}},
+	storetype.SortOldest: {name: storetype.SortOldest, keys: []sortKey{{expr: execTime}, {expr: "e.fire_id"}}},
 }
 
-// ExecutionsByTask returns the latest fires of the task with key
-// host/name, latest scheduled first.
-func (s *Store) ExecutionsByTask(ctx context.Context, key string, limit int) ([]storetype.Execution, error) {
-	db, done := s.reader()
-	defer done()
-	host, name, _ := task.SplitKey(key)
-	rows, err := db.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
-		WHERE host = ? AND name = ? ORDER BY scheduled_at DESC, fire_id LIMIT ?`, host, name, clampLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("executions of task %s: %w", key, err)
+// overdueSQL holds for an execution overdue at the time given as its
+// argument; executions_open indexes it.
+const overdueSQL = "(e.timeout > 0 AND e.status IN ('FIRED', 'RUNNING') AND e.fired_at + e.timeout < ?)"
+
+// executionWhere is the conditions of an execution filter, with their
+// arguments.
+func executionWhere(f storetype.ExecutionFilter) ([]string, []any, error) {
+	var where []string
+	var args []any
+	now := f.Now
+	if now.IsZero() {
+		now = time.Now()
 	}
-	return collect(rows, scanExecution, "executions of task "+key)
+	switch st := f.Status; st {
+	case "":
+	case storetype.ExecutionOverdue:
+		where = append(where, overdueSQL)
+		args = append(args, now.UnixMilli())
+	case storetype.ExecutionFired, storetype.ExecutionRunning:
+		where = append(where, "e.status = ? AND NOT coalesce("+overdueSQL+", 0)")
+		args = append(args, st, now.UnixMilli())
+	case storetype.ExecutionSuccess, storetype.ExecutionFailed:
+		where = append(where, "e.status = ?")
+		args = append(args, st)
+	default:
+		return nil, nil, fmt.Errorf("status %q: %w", st, storetype.ErrBadFilter)
+	}
+	if f.Task != "" {
+		host, name, _ := task.SplitKey(f.Task)
+		where = append(where, "e.host = ? AND e.name = ?")
+		args = append(args, host, name)
+	}
+	if f.Host != "" {
+		where = append(where, "e.host = ?")
+		args = append(args, f.Host)
+	}
+	if f.Name != "" {
+		where = append(where, "e.name LIKE ? ESCAPE '\\'")
+		args = append(args, containing(f.Name))
+	}
+	if f.Topic != "" {
+		where = append(where, "e.topic = ?")
+		args = append(args, f.Topic)
+	}
+	if f.Batch != "" {
+		where = append(where, "e.batch_id = ?")
+		args = append(args, f.Batch)
+	}
+	if !f.From.IsZero() {
+		where = append(where, execTime+" >= ?")
+		args = append(args, f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		where = append(where, execTime+" < ?")
+		args = append(args, f.To.UnixMilli())
+	}
+	return where, args, nil
 }
 
-// ExecutionsByBatch returns the latest fires of the tasks a file created,
-// newest first.
-func (s *Store) ExecutionsByBatch(ctx context.Context, batchID string, limit int) ([]storetype.Execution, error) {
+// Executions returns the page of executions the filter selects.
+func (s *Store) Executions(ctx context.Context, f storetype.ExecutionFilter) (storetype.Page[storetype.Execution], error) {
+	var p storetype.Page[storetype.Execution]
+	o, err := orderOf(executionOrders, f.Sort, storetype.SortNewest)
+	if err != nil {
+		return p, fmt.Errorf("executions: %w", err)
+	}
+	where, args, err := executionWhere(f)
+	if err != nil {
+		return p, fmt.Errorf("executions: %w", err)
+	}
 	db, done := s.reader()
 	defer done()
-	rows, err := db.QueryContext(ctx, `SELECT `+executionColumns+` FROM executions
-		WHERE batch_id = ? ORDER BY coalesce(fired_at, status_at) DESC, scheduled_at DESC, fire_id LIMIT ?`, batchID, clampLimit(limit))
+	p, err = page(ctx, db, listQuery{table: "executions", alias: "e", where: where, args: args, order: o, cols: executionColumns},
+		f.Cursor, f.Limit, scanExecution)
 	if err != nil {
-		return nil, fmt.Errorf("executions of file %s: %w", batchID, err)
+		return p, fmt.Errorf("executions: %w", err)
 	}
-	return collect(rows, scanExecution, "executions of file "+batchID)
+	return p, nil
+}
+
+// EachExecution calls fn with every execution the filter selects, in its
+// order and with no limit, reading them a page at a time: an export of
+// any size holds one page in memory, and fn, which may wait on a slow
+// client, runs while the database is free to be reopened. It stops at
+// fn's first error and returns it.
+func (s *Store) EachExecution(ctx context.Context, f storetype.ExecutionFilter, fn func(storetype.Execution) error) error {
+	f.Cursor, f.Limit = "", exportChunk
+	if f.Now.IsZero() {
+		f.Now = time.Now() // one moment for every page
+	}
+	for {
+		p, err := s.Executions(ctx, f)
+		if err != nil {
+			return fmt.Errorf("export %w", err)
+		}
+		for _, e := range p.Rows {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			return nil
+		}
+		f.Cursor = p.Next
+	}
 }
 
 // ExecutionByFireID returns one fire, or an error wrapping
@@ -335,7 +543,7 @@ func (s *Store) ExecutionsByBatch(ctx context.Context, batchID string, limit int
 func (s *Store) ExecutionByFireID(ctx context.Context, fireID string) (storetype.Execution, error) {
 	db, done := s.reader()
 	defer done()
-	e, err := scanExecution(db.QueryRowContext(ctx, `SELECT `+executionColumns+` FROM executions WHERE fire_id = ?`, fireID))
+	e, err := scanExecution(db.QueryRowContext(ctx, `SELECT `+executionColumns+` FROM executions e WHERE e.fire_id = ?`, fireID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("execution %s: %w", fireID, storetype.ErrNotFound)
 	}
@@ -351,18 +559,6 @@ func scanAudit(s scanner) (storetype.AuditEvent, error) {
 	err := s.Scan(&a.ID, &at, &a.Actor, &a.Action, &a.Object, &a.Outcome, &a.Detail, &a.Batch)
 	a.At = timeOf(at)
 	return a, err
-}
-
-// RecentAudit returns the latest audit events, newest first.
-func (s *Store) RecentAudit(ctx context.Context, limit int) ([]storetype.AuditEvent, error) {
-	db, done := s.reader()
-	defer done()
-	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
-		FROM audit ORDER BY at DESC, seq DESC LIMIT ?`, clampLimit(limit))
-	if err != nil {
-		return nil, fmt.Errorf("recent audit: %w", err)
-	}
-	return collect(rows, scanAudit, "recent audit")
 }
 
 // AuditByBatch returns the audit events about one file, oldest first.
@@ -388,61 +584,61 @@ func (s *Store) AuditRecorded(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
-// Summary counts files, tasks and executions by status, all as of one
-// moment.
-func (s *Store) Summary(ctx context.Context) (storetype.Summary, error) {
+// Summary counts files, tasks and executions by state, all as of one
+// moment; executions overdue at now count as OVERDUE.
+func (s *Store) Summary(ctx context.Context, now time.Time) (storetype.Summary, error) {
 	db, done := s.reader()
 	defer done()
 	var sum storetype.Summary
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return sum, fmt.Errorf("summary: %w", err)
 	}
 	defer tx.Rollback()
 	counts := []struct {
-		table string
+		what  string
+		query string
+		args  []any
 		into  map[string]*int
 	}{
-		{"batches", map[string]*int{
+		{"files", `SELECT status, count(*) FROM batches GROUP BY status`, nil, map[string]*int{
 			storetype.BatchInjected:  &sum.FilesInjected,
 			storetype.BatchRejected:  &sum.FilesRejected,
 			storetype.BatchDuplicate: &sum.FilesDuplicate,
+			storetype.BatchHeld:      &sum.FilesHeld,
 		}},
-		{"tasks", map[string]*int{
+		{"arrivals", `SELECT status, count(*) FROM arrivals GROUP BY status`, nil, map[string]*int{
+			storetype.ArrivalFailed: &sum.FilesFailed,
+		}},
+		{"tasks", `SELECT CASE WHEN status = 'active' AND paused THEN 'paused' ELSE status END, count(*) FROM tasks GROUP BY status, paused`, nil, map[string]*int{
 			storetype.TaskActive:    &sum.TasksActive,
+			storetype.TaskPaused:    &sum.TasksPaused,
 			storetype.TaskCompleted: &sum.TasksCompleted,
 			storetype.TaskDeleted:   &sum.TasksDeleted,
 		}},
-		{"executions", map[string]*int{
-			"FIRED":   &sum.ExecutionsFired,
-			"RUNNING": &sum.ExecutionsRunning,
-			"SUCCESS": &sum.ExecutionsSuccess,
-			"FAILED":  &sum.ExecutionsFailed,
+		{"executions", `SELECT status, count(*) FROM executions GROUP BY status`, nil, map[string]*int{
+			storetype.ExecutionFired:   &sum.ExecutionsFired,
+			storetype.ExecutionRunning: &sum.ExecutionsRunning,
+			storetype.ExecutionSuccess: &sum.ExecutionsSuccess,
+			storetype.ExecutionFailed:  &sum.ExecutionsFailed,
 		}},
 	}
 	for _, c := range counts {
-		// The table names are our own constants.
-		rows, err := tx.QueryContext(ctx, `SELECT status, count(*) FROM `+c.table+` GROUP BY status`)
-		if err != nil {
-			return sum, fmt.Errorf("summary of %s: %w", c.table, err)
-		}
-		for rows.Next() {
-			var status string
-			var n int
-			if err := rows.Scan(&status, &n); err != nil {
-				rows.Close()
-				return sum, fmt.Errorf("summary of %s: %w", c.table, err)
-			}
-			if p := c.into[status]; p != nil {
-				*p = n
-			}
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return sum, fmt.Errorf("summary of %s: %w", c.table, err)
+		if err := countInto(ctx, tx, c.query, c.args, c.into); err != nil {
+			return sum, fmt.Errorf("summary of %s: %w", c.what, err)
 		}
 	}
+	// The overdue are counted apart from what they were recorded as.
+	var overdueFired, overdueRunning int
+	// Its own index: without it, a node whose workers never report reads
+	// every FIRED execution for the few with a timeout.
+	if err := countInto(ctx, tx, `SELECT e.status, count(*) FROM executions e INDEXED BY executions_open WHERE `+overdueSQL+` GROUP BY e.status`,
+		[]any{now.UnixMilli()}, map[string]*int{storetype.ExecutionFired: &overdueFired, storetype.ExecutionRunning: &overdueRunning}); err != nil {
+		return sum, fmt.Errorf("summary of overdue executions: %w", err)
+	}
+	sum.ExecutionsFired -= overdueFired
+	sum.ExecutionsRunning -= overdueRunning
+	sum.ExecutionsOverdue = overdueFired + overdueRunning
 	// A file dropped again is counted on the batch it repeats.
 	var again int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(duplicates), 0) FROM batches`).Scan(&again); err != nil {
@@ -453,6 +649,27 @@ func (s *Store) Summary(ctx context.Context) (storetype.Summary, error) {
 		return sum, fmt.Errorf("summary of task faults: %w", err)
 	}
 	return sum, nil
+}
+
+// countInto runs a query of (key, count) rows and sets the counts of the
+// keys into names.
+func countInto(ctx context.Context, tx *sql.Tx, query string, args []any, into map[string]*int) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var n int
+		if err := rows.Scan(&key, &n); err != nil {
+			return err
+		}
+		if p := into[key]; p != nil {
+			*p = n
+		}
+	}
+	return rows.Err()
 }
 
 func collect[T any](rows *sql.Rows, scan func(scanner) (T, error), what string) ([]T, error) {

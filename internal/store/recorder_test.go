@@ -227,12 +227,12 @@ func TestRecorderAppliesCommittedRecordsOnly(t *testing.T) {
 				t.Errorf("BatchInjected(%.6s) = %v, %v; want %v", id, got, err, want)
 			}
 		}
-		recent, err := st.RecentBatches(ctx, 10)
+		recent, err := st.Files(ctx, storetype.FileFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recent) != 2 || recent[0].ID != batchJobs {
-			t.Errorf("recent batches = %v; want jobs.csv (dropped again last) then bad.csv", recent)
+		if len(recent.Rows) != 2 || recent.Total != 2 || recent.Rows[0].Batch == nil || recent.Rows[0].Batch.ID != batchJobs {
+			t.Errorf("recent files = %+v; want jobs.csv (dropped again last) then bad.csv", recent)
 		}
 	})
 
@@ -242,7 +242,7 @@ func TestRecorderAppliesCommittedRecordsOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		var keys []string
-		for _, tk := range all {
+		for _, tk := range all.Rows {
 			keys = append(keys, tk.Key+"="+tk.Status)
 		}
 		want := []string{scriptKey + "=active", "acme/nightly=active", "acme/once=completed"}
@@ -271,47 +271,47 @@ func TestRecorderAppliesCommittedRecordsOnly(t *testing.T) {
 			t.Errorf("task of an aborted transaction: err = %v", err)
 		}
 		active, err := st.Tasks(ctx, storetype.TaskFilter{Status: storetype.TaskActive})
-		if err != nil || len(active) != 2 {
-			t.Errorf("active tasks = %d, %v; want 2", len(active), err)
+		if err != nil || len(active.Rows) != 2 || active.Total != 2 {
+			t.Errorf("active tasks = %d of %d, %v; want 2", len(active.Rows), active.Total, err)
 		}
-		byBatch, err := st.TasksByBatch(ctx, batchJobs, 2)
-		if err != nil || len(byBatch) != 2 {
-			t.Errorf("tasks by batch with limit 2 = %d, %v", len(byBatch), err)
+		byBatch, err := st.Tasks(ctx, storetype.TaskFilter{Batch: batchJobs, Limit: 2})
+		if err != nil || len(byBatch.Rows) != 2 {
+			t.Errorf("tasks by batch with limit 2 = %d, %v", len(byBatch.Rows), err)
 		}
 	})
 
 	t.Run("executions", func(t *testing.T) {
 		want := map[string]string{"f1": "SUCCESS", "f2": "FIRED", "f3": "RUNNING"}
-		recent, err := st.RecentExecutions(ctx, 10)
+		recent, err := st.Executions(ctx, storetype.ExecutionFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := make(map[string]string)
-		for _, e := range recent {
+		for _, e := range recent.Rows {
 			got[e.FireID] = e.Status
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("executions = %v, want %v (f9 aborted, f1's FAILED aborted)", got, want)
 		}
-		byTask, err := st.ExecutionsByTask(ctx, "acme/nightly", 10)
-		if err != nil || len(byTask) != 1 || byTask[0].StatusMessage != "done" || byTask[0].TargetOffset != 7 {
+		byTask, err := st.Executions(ctx, storetype.ExecutionFilter{Task: "acme/nightly"})
+		if err != nil || len(byTask.Rows) != 1 || byTask.Rows[0].StatusMessage != "done" || byTask.Rows[0].TargetOffset != 7 {
 			t.Errorf("executions of nightly = %+v, %v", byTask, err)
 		}
 	})
 
 	t.Run("audit and summary", func(t *testing.T) {
-		events, err := st.RecentAudit(ctx, 10)
+		events, err := st.Audit(ctx, storetype.AuditFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ids []string
-		for _, e := range events {
+		for _, e := range events.Rows {
 			ids = append(ids, e.ID)
 		}
 		if fmt.Sprint(ids) != fmt.Sprint([]string{startedID, "a-duplicate", "a-rejected", "a-injected"}) {
 			t.Errorf("audit = %v", ids)
 		}
-		sum, err := st.Summary(ctx)
+		sum, err := st.Summary(ctx, time.UnixMilli(t0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,12 +395,12 @@ func TestRecorderResumesWhereItStopped(t *testing.T) {
 	if err := r2.WaitAudit(ctxT(t), "node-1-restarted"); err != nil {
 		t.Fatal(err)
 	}
-	events, err := st2.RecentAudit(ctxT(t), 100)
+	events, err := st2.Audit(ctxT(t), storetype.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 5 {
-		t.Errorf("audit rows after restart = %d, want 5", len(events))
+	if len(events.Rows) != 5 || events.Total != 5 {
+		t.Errorf("audit rows after restart = %d of %d, want 5", len(events.Rows), events.Total)
 	}
 	var n int
 	if err := st2.read.QueryRow(`SELECT count(*) FROM audit`).Scan(&n); err != nil || n != 5 {

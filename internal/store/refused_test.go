@@ -3,11 +3,11 @@ package store
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
-	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -101,10 +101,10 @@ func TestApplyTaskFault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Fault != tc.wantFault || got.Status == storetype.TaskActive && got.Paused != tc.wantPaused {
+			if got.Fault != tc.wantFault || got.Live() && got.Paused != tc.wantPaused {
 				t.Errorf("task fault %q, paused %v; want %q, %v", got.Fault, got.Paused, tc.wantFault, tc.wantPaused)
 			}
-			sum, err := st.Summary(ctx)
+			sum, err := st.Summary(ctx, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

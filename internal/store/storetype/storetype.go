@@ -9,6 +9,7 @@
 package storetype
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -16,6 +17,14 @@ import (
 // ErrNotFound is returned by the queries that look up one row by its id
 // when there is no such row.
 var ErrNotFound = errors.New("not found")
+
+// ErrBadCursor is returned by a list for a cursor that is not one of its
+// own pages', in the order asked for.
+var ErrBadCursor = errors.New("cursor: not from this list and order; start again from the first page")
+
+// ErrBadFilter is returned by a list for a filter value no row can have,
+// such as an unknown status or order.
+var ErrBadFilter = errors.New("not a value of this list")
 
 // Batch statuses: what became of a file.
 const (
@@ -69,8 +78,9 @@ type Batch struct {
 	Rows int `json:"rows"`
 	// Rejected counts the invalid rows.
 	Rejected int `json:"rejected"`
-	// Accepted counts the rows injected: Rows less Rejected, and none for
-	// a file rejected whole.
+	// Accepted counts the rows injected: Rows less Rejected for an
+	// injected file, and none for a file rejected whole, held for review
+	// or known only as a duplicate.
 	Accepted int    `json:"accepted"`
 	Status   string `json:"status"`
 	// Errors holds the first row errors of a rejected file.
@@ -110,14 +120,21 @@ type Diff struct {
 	Lines     []string `json:"lines,omitempty"`
 }
 
-// Task statuses.
+// Task states.
 const (
 	// TaskActive: the engine holds the task and will fire it.
 	TaskActive = "active"
+	// TaskPaused: the engine holds the task but its definition says
+	// active: false (paused by hand, or by the fault policy), so it does
+	// not fire until resumed.
+	TaskPaused = "paused"
 	// TaskCompleted: the last occurrence fired.
 	TaskCompleted = "completed"
 	// TaskDeleted: a DELETE command stopped it.
 	TaskDeleted = "deleted"
+	// TaskLive is no task's state: as a filter it selects the tasks the
+	// engine holds, active or paused.
+	TaskLive = "live"
 )
 
 // Task is the latest known state of one task, as the engine last wrote it.
@@ -147,8 +164,9 @@ type Task struct {
 	Batch          string     `json:"batch,omitempty"`
 	SourceFile     string     `json:"sourceFile,omitempty"`
 	SourceRow      int        `json:"sourceRow,omitempty"`
-	Status         string     `json:"status"`
-	// Paused is set while an active task's definition says active: false.
+	// Status is the task's state: active, paused, completed or deleted.
+	Status string `json:"status"`
+	// Paused is set while the task is paused (Status is TaskPaused).
 	Paused bool `json:"paused"`
 	// Fault says why the engine holds the task back when the brokers
 	// refused its fires for a reason of its own: "paused by fault policy:
@@ -159,9 +177,14 @@ type Task struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-// TaskFilter selects tasks; its zero value selects the first tasks of all.
+// Live reports whether the engine holds the task: active or paused.
+func (t Task) Live() bool { return t.Status == TaskActive || t.Status == TaskPaused }
+
+// TaskFilter selects tasks; its zero value selects the first page of all,
+// due soonest first.
 type TaskFilter struct {
-	// Status keeps only tasks with this status when set.
+	// Status keeps only tasks in this state when set (TaskLive: active
+	// or paused).
 	Status string
 	// Batch keeps only tasks whose latest command came from this batch.
 	Batch string
@@ -171,11 +194,25 @@ type TaskFilter struct {
 	Name string
 	// Topic keeps only tasks firing to this topic.
 	Topic string
-	// Paused keeps only paused tasks when true.
-	Paused bool
-	// Limit bounds the answer. Defaults to 100; at most 1000.
+	// From and To bound the next fire, From inclusive, To exclusive;
+	// zero: unbounded. A bound keeps only tasks with a next fire.
+	From, To time.Time
+	// Sort is TaskSortNext (the default) or TaskSortKey.
+	Sort string
+	// Cursor, from a Page, asks for the page it leads to.
+	Cursor string
+	// Limit bounds a page. Defaults to 100; at most 1000.
 	Limit int
 }
+
+// Task list orders.
+const (
+	// TaskSortNext lists the tasks due soonest first, then ended tasks,
+	// most recently ended first.
+	TaskSortNext = "next"
+	// TaskSortKey lists the tasks by key, A to Z.
+	TaskSortKey = "key"
+)
 
 // Execution is one fire of one task and what its worker reported.
 type Execution struct {
@@ -191,7 +228,9 @@ type Execution struct {
 	FiredAt         *time.Time `json:"firedAt,omitempty"`
 	Batch           string     `json:"batch,omitempty"`
 	// Status is FIRED, RUNNING, SUCCESS or FAILED.
-	Status        string     `json:"status"`
+	Status string `json:"status"`
+	// Recorded is the status recorded, when Status says OVERDUE.
+	Recorded      string     `json:"recordedStatus,omitempty"`
 	StatusMessage string     `json:"statusMessage,omitempty"`
 	Worker        string     `json:"worker,omitempty"`
 	StatusAt      *time.Time `json:"statusAt,omitempty"`
@@ -200,10 +239,25 @@ type Execution struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
+// Execution states: what the engine and workers recorded, and OVERDUE.
+const (
+	ExecutionFired   = "FIRED"
+	ExecutionRunning = "RUNNING"
+	ExecutionSuccess = "SUCCESS"
+	ExecutionFailed  = "FAILED"
+	// ExecutionOverdue is never recorded: a FIRED or RUNNING execution
+	// past its fire time plus its timeout is overdue from then on.
+	ExecutionOverdue = "OVERDUE"
+)
+
+// ExecutionStates lists every state an execution shows, in the order of
+// its life.
+var ExecutionStates = []string{ExecutionFired, ExecutionRunning, ExecutionOverdue, ExecutionSuccess, ExecutionFailed}
+
 // Overdue reports whether the execution has no final status at now,
 // past its fire time plus its timeout.
 func (e Execution) Overdue(now time.Time) bool {
-	if e.Timeout <= 0 || e.FiredAt == nil || (e.Status != "FIRED" && e.Status != "RUNNING") {
+	if e.Timeout <= 0 || e.FiredAt == nil || (e.Status != ExecutionFired && e.Status != ExecutionRunning) {
 		return false
 	}
 	return now.After(e.FiredAt.Add(e.Timeout))
@@ -212,10 +266,59 @@ func (e Execution) Overdue(now time.Time) bool {
 // StatusAsOf says the status to show at now: the recorded one, or OVERDUE.
 func (e Execution) StatusAsOf(now time.Time) string {
 	if e.Overdue(now) {
-		return "OVERDUE"
+		return ExecutionOverdue
 	}
 	return e.Status
 }
+
+// AsOf is the execution as shown at now: Status is OVERDUE when it is
+// overdue, and Recorded then keeps the status recorded.
+func (e Execution) AsOf(now time.Time) Execution {
+	if e.Overdue(now) {
+		e.Recorded, e.Status = e.Status, ExecutionOverdue
+	}
+	return e
+}
+
+// ExecutionFilter selects executions; its zero value selects the first
+// page of all, newest first.
+type ExecutionFilter struct {
+	// Status keeps only executions in this state: FIRED, RUNNING,
+	// SUCCESS, FAILED or OVERDUE (FIRED and RUNNING leave out the
+	// overdue ones), as of Now.
+	Status string
+	// Now is the moment the overdue are told from. Defaults to the time
+	// of the query.
+	Now time.Time
+	// Host keeps only the executions of this tenant's tasks.
+	Host string
+	// Name keeps only the executions of tasks whose name contains it,
+	// ignoring case.
+	Name string
+	// Task keeps only the executions of the task with this key.
+	Task string
+	// Topic keeps only the executions fired to this topic.
+	Topic string
+	// Batch keeps only the executions of tasks the file with this batch
+	// id defined.
+	Batch string
+	// From and To bound the time an execution is shown at (fired, or
+	// reported while only a worker's report is known), From inclusive,
+	// To exclusive; zero: unbounded.
+	From, To time.Time
+	// Sort is SortNewest (the default) or SortOldest.
+	Sort string
+	// Cursor, from a Page, asks for the page it leads to.
+	Cursor string
+	// Limit bounds a page. Defaults to 100; at most 1000.
+	Limit int
+}
+
+// Orders of the executions, files and audit lists.
+const (
+	SortNewest = "newest"
+	SortOldest = "oldest"
+)
 
 // TaskKey is the key of the task the execution belongs to, empty when
 // unknown.
@@ -236,11 +339,83 @@ type AuditFilter struct {
 	Action string
 	// Object keeps only events whose object contains it, ignoring case.
 	Object string
-	// Limit bounds a list (not an export). Defaults to 100; at most 1000.
+	// Outcome keeps only events with exactly this outcome.
+	Outcome string
+	// Sort is SortNewest (the default) or SortOldest.
+	Sort string
+	// Cursor, from a Page, asks for the page it leads to.
+	Cursor string
+	// Limit bounds a page (not an export). Defaults to 100; at most 1000.
 	Limit int
 }
 
-// Activity counts what happened since a moment, for the dashboard.
+// FileFilter selects files, recorded or on their way in; its zero value
+// selects the first page of all, most recently changed first.
+type FileFilter struct {
+	// Status keeps only files with this status: a batch's (injected,
+	// rejected, duplicate, held) or an arrival's (received, converting,
+	// failed).
+	Status string
+	// Folder keeps only the files of this watched folder, as configured.
+	Folder string
+	// Name keeps only files whose name contains it, ignoring case.
+	Name string
+	// From and To bound when a file last changed, From inclusive, To
+	// exclusive; zero: unbounded.
+	From, To time.Time
+	// Sort is SortNewest (the default) or SortOldest.
+	Sort string
+	// Cursor, from a Page, asks for the page it leads to.
+	Cursor string
+	// Limit bounds a page. Defaults to 100; at most 1000.
+	Limit int
+}
+
+// File is one line of the files list: a file whose batch is recorded, or
+// one on its way in.
+type File struct {
+	Batch   *Batch
+	Arrival *Arrival
+}
+
+// UpdatedAt is when the file last changed.
+func (f File) UpdatedAt() time.Time {
+	if f.Batch != nil {
+		return f.Batch.UpdatedAt
+	}
+	return f.Arrival.UpdatedAt
+}
+
+// MarshalJSON writes a recorded file as its batch, and a file on its way
+// in as its arrival marked "arriving": true.
+func (f File) MarshalJSON() ([]byte, error) {
+	if f.Batch != nil {
+		return json.Marshal(f.Batch)
+	}
+	return json.Marshal(struct {
+		*Arrival
+		Arriving bool `json:"arriving"`
+	}{f.Arrival, true})
+}
+
+// Page is one page of a list: its rows, how many rows the filter selects
+// in all, where the page starts among them, and the cursors of the pages
+// around it.
+type Page[T any] struct {
+	Rows []T
+	// Total counts every row the filter selects, on every page.
+	Total int
+	// Offset is the place of the page's first row among them, from 0,
+	// as of when its cursor was made.
+	Offset int
+	// Next and Prev are the cursors of the next and previous pages; empty
+	// at the end and at the start.
+	Next, Prev string
+}
+
+// Activity counts what happened since a moment, for the dashboard: the
+// files that changed, the executions (fired, or reported while only a
+// worker's report is known) and those of them that failed.
 type Activity struct {
 	Since    time.Time `json:"since"`
 	Files    int       `json:"files"`
@@ -267,20 +442,32 @@ type Summary struct {
 	// FilesDuplicate counts the drops of content injected before.
 	FilesDuplicate int `json:"filesDuplicate"`
 
+	// TasksActive counts the tasks that fire; TasksPaused those the
+	// engine holds paused, by hand or by the fault policy.
 	TasksActive    int `json:"tasksActive"`
+	TasksPaused    int `json:"tasksPaused"`
 	TasksCompleted int `json:"tasksCompleted"`
 	TasksDeleted   int `json:"tasksDeleted"`
 	// TasksPausedByFaultPolicy counts the active tasks the engine paused
 	// because the brokers kept refusing their fires.
 	TasksPausedByFaultPolicy int `json:"tasksPausedByFaultPolicy"`
 
+	// ExecutionsFired and ExecutionsRunning leave out the overdue, which
+	// ExecutionsOverdue counts.
 	ExecutionsFired   int `json:"executionsFired"`
 	ExecutionsRunning int `json:"executionsRunning"`
+	ExecutionsOverdue int `json:"executionsOverdue"`
 	ExecutionsSuccess int `json:"executionsSuccess"`
 	ExecutionsFailed  int `json:"executionsFailed"`
+
+	// FilesHeld counts the files of sync folders held for review.
+	FilesHeld int `json:"filesHeld"`
+	// FilesFailed counts the files that failed before their content was
+	// recorded.
+	FilesFailed int `json:"filesFailed"`
 }
 
 // Executions counts every recorded execution.
 func (s Summary) Executions() int {
-	return s.ExecutionsFired + s.ExecutionsRunning + s.ExecutionsSuccess + s.ExecutionsFailed
+	return s.ExecutionsFired + s.ExecutionsRunning + s.ExecutionsOverdue + s.ExecutionsSuccess + s.ExecutionsFailed
 }
