@@ -10,10 +10,14 @@ import (
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
 
-// dashboardModel is what the dashboard shows: counts, the latest files,
-// the tasks due soonest and the latest executions.
+// dashboardModel is what the dashboard shows: first what needs someone
+// (files held or failed, tasks held back, executions failed or overdue),
+// then counts, the latest files, the tasks due soonest and the latest
+// executions.
 type dashboardModel struct {
 	Now        time.Time
+	Attention  []attention
+	Held       []storetype.File
 	Summary    storetype.Summary
 	Files      []storetype.File
 	Tasks      []storetype.Task
@@ -100,7 +104,46 @@ func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.Files, m.Tasks, m.Executions = files.Rows, tasks.Rows, executions.Rows
+	if m.Summary.FilesHeld > 0 {
+		held, err := h.s.src.Files(ctx, storetype.FileFilter{Status: storetype.BatchHeld, Sort: storetype.SortOldest, Limit: 5})
+		if err != nil {
+			h.s.fail(w, r, err)
+			return
+		}
+		m.Held = held.Rows
+	}
+	m.Attention = needs(m.Summary, m.Hour)
 	h.s.page(w, r, http.StatusOK, "Dashboard", "dashboard", dashboardView(m))
+}
+
+// attention is one kind of thing that needs someone, counted, with the
+// list of them.
+type attention struct {
+	ID   string
+	N    int
+	Text string
+	Href string
+}
+
+// needs lists what needs someone, worst first: what waits for a decision,
+// then what failed, then what is late; nothing that counts none.
+func needs(sum storetype.Summary, hour storetype.Activity) []attention {
+	since := sinceParam(hour.Since)
+	all := []attention{
+		{"attention-held", sum.FilesHeld, "files held for review: their sync would remove too much of what runs; apply or reject each", "/files?status=held"},
+		{"attention-files-failed", sum.FilesFailed, "files failed before they could be read", "/files?status=failed"},
+		{"attention-rejected", hour.Rejected, "files rejected in the last hour", "/files?status=rejected&from=" + since},
+		{"attention-fault-paused", sum.TasksPausedByFaultPolicy, "tasks paused by the fault policy: the brokers kept refusing their fires", "/tasks?fault=paused"},
+		{"attention-failed", hour.Failures, "executions failed in the last hour", "/executions?status=FAILED&from=" + since},
+		{"attention-overdue", sum.ExecutionsOverdue, "executions overdue: no final status past their timeout", "/executions?status=OVERDUE"},
+	}
+	var out []attention
+	for _, a := range all {
+		if a.N > 0 {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // sinceParam writes a moment for a list's ?from=, escaped.

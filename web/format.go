@@ -129,9 +129,10 @@ func filterURL(path string, q url.Values) string {
 }
 
 // bulkSelects reports whether a task list's filters select tasks enough
-// for a bulk action: a file, host, name or topic, not merely a status.
+// for a bulk action: a file, host, name, topic or fault, not merely a
+// status.
 func bulkSelects(f storetype.TaskFilter) bool {
-	return f.Batch != "" || f.Host != "" || f.Name != "" || f.Topic != ""
+	return f.Batch != "" || f.Host != "" || f.Name != "" || f.Topic != "" || f.Fault != ""
 }
 
 // diffClass styles a line of a sync's diff by its kind: "+ …" added,

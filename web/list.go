@@ -25,7 +25,7 @@ var listParams = []string{"sort", "cursor", "limit"}
 // Filter parameters of each list, in the order a URL shows them.
 var (
 	executionParams = []string{"status", "host", "name", "task", "topic", "file", "from", "to"}
-	taskParams      = []string{"status", "host", "name", "topic", "file", "from", "to"}
+	taskParams      = []string{"status", "fault", "host", "name", "topic", "file", "from", "to"}
 	fileParams      = []string{"status", "folder", "name", "from", "to"}
 	auditParams     = []string{"from", "to", "actor", "action", "object", "outcome"}
 )
@@ -122,12 +122,15 @@ var taskStates = []string{storetype.TaskActive, storetype.TaskPaused, storetype.
 
 // taskFilter reads the task list's filters from its URL.
 func (s *Server) taskFilter(q url.Values) (storetype.TaskFilter, error) {
-	f := storetype.TaskFilter{Status: q.Get("status"), Host: q.Get("host"), Name: q.Get("name"), Batch: q.Get("file"), Topic: q.Get("topic")}
+	f := storetype.TaskFilter{Status: q.Get("status"), Fault: q.Get("fault"), Host: q.Get("host"), Name: q.Get("name"), Batch: q.Get("file"), Topic: q.Get("topic")}
 	var err error
 	if f.Sort, f.Cursor, f.Limit, err = s.pageParams(q); err != nil {
 		return f, err
 	}
 	if err := oneOf("status", f.Status, taskStates...); err != nil {
+		return f, err
+	}
+	if err := oneOf("fault", f.Fault, storetype.TaskFaultAny, storetype.TaskFaultPaused); err != nil {
 		return f, err
 	}
 	if err := oneOf("sort", f.Sort, storetype.TaskSortNext, storetype.TaskSortKey); err != nil {

@@ -364,3 +364,72 @@ func TestExecutionsExport(t *testing.T) {
 		t.Errorf("export with an unknown status: %s, want 400", resp.Status)
 	}
 }
+
+// TestDashboardShowsWhatNeedsAttentionFirst: before any count, the
+// dashboard lists what needs someone (held and failed files, files
+// rejected and executions failed in the last hour, tasks the fault policy
+// paused, overdue executions), each linked to its list, which holds as
+// many; held files are named. With none of it, it says so.
+func TestDashboardShowsWhatNeedsAttentionFirst(t *testing.T) {
+	calm := newFeed(t, now)
+	doc := page(t, serve(t, calm).URL+"/")
+	if got := text(byID(t, doc, "attention")); !strings.Contains(got, "Nothing") {
+		t.Errorf("a calm dashboard says %q", got)
+	}
+
+	f := history(t) // broken.csv was rejected 30 minutes ago; f2 failed two days ago
+	heldID := strings.Repeat("3", 64)
+	f.add(topics.Audit, "watcher", record.Audit{ID: "held", At: ms(now.Add(-time.Minute)), Actor: "watcher", Action: record.ActionFileHeld,
+		Object: "crontab", Outcome: record.OutcomeOK, Batch: &record.Batch{ID: heldID, File: "crontab", Folder: "inbox", Rows: 1,
+			Diff: &record.Diff{Removed: 40, Unchanged: 1, Held: "would remove 40 of 41"}}})
+	f.add(topics.Audit, "watcher", record.Audit{ID: "unreadable", At: ms(now.Add(-time.Minute)), Actor: "watcher", Action: record.ActionFileFailed,
+		Object: "huge.csv", Outcome: record.OutcomeFailed, Detail: "too large",
+		Arrival: &record.Arrival{ID: record.ArrivalID("inbox", "huge.csv"), File: "huge.csv", Folder: "inbox"}})
+	def := task.Definition{Host: "acme", Name: "export", Action: task.Insert, Topic: "exports", Active: task.Ptr(false)}
+	f.add(topics.State, def.Key(), record.State{Definition: def, Anchor: ms(now), UpdatedAt: ms(now),
+		Fault: &record.Fault{Occurrence: ms(now), Attempts: 5, Reason: "TOPIC_AUTHORIZATION_FAILED", At: ms(now), Paused: true}})
+	f.add(topics.Executions, "late", record.Execution{FireID: "late", Host: "acme", Name: "nightly", Topic: "jobs",
+		ScheduledAt: ms(now.Add(-10 * time.Minute)), FiredAt: ms(now.Add(-10 * time.Minute)), Timeout: 60_000})
+	f.add(topics.Executions, "f5", record.Execution{FireID: "f5", Host: "acme", Name: "nightly", Topic: "jobs",
+		ScheduledAt: ms(now.Add(-5 * time.Minute)), FiredAt: ms(now.Add(-5 * time.Minute))})
+	f.add(topics.Status, "f5", record.Status{FireID: "f5", Status: record.StatusFailed, Message: "exit 2", At: ms(now.Add(-4 * time.Minute))})
+	ts := serve(t, f)
+	doc = page(t, ts.URL+"/")
+
+	main := findAll(doc, element("main"))[0]
+	var order []string
+	for _, n := range findAll(main, func(n *html.Node) bool { return attr(n, "id") == "attention" || attr(n, "id") == "summary" }) {
+		order = append(order, attr(n, "id"))
+	}
+	if !slices.Equal(order, []string{"attention", "summary"}) {
+		t.Errorf("dashboard sections in order %q, want what needs attention first", order)
+	}
+	for id, want := range map[string]string{"attention-held": "1", "attention-files-failed": "1", "attention-rejected": "1",
+		"attention-fault-paused": "1", "attention-failed": "1", "attention-overdue": "1"} {
+		item := byID(t, doc, id)
+		n := text(findAll(item, func(n *html.Node) bool { return attr(n, "class") == "count" })[0])
+		href := attr(findAll(item, element("a"))[0], "href")
+		list := page(t, ts.URL+href)
+		total := text(findAll(byID(t, list, "pager"), func(n *html.Node) bool { return attr(n, "class") == "total" })[0])
+		if n != want || !strings.HasPrefix(total, want+" ") {
+			t.Errorf("%s: %q counts %s, its list %s says %q; want %s", id, text(item), n, href, total, want)
+		}
+	}
+	if href := linkTo(t, byID(t, doc, "attention"), "crontab"); href != "/files/"+heldID {
+		t.Errorf("held file links to %q", href)
+	}
+
+	// Paused and overdue show as such, in words, wherever they are listed.
+	cells, _ := rowWith(t, page(t, ts.URL+"/tasks"), "tasks", def.Key())
+	if !strings.HasPrefix(cells[2], "paused") || strings.Contains(cells[2], "active") {
+		t.Errorf("the paused task's state cell says %q", cells[2])
+	}
+	execs, _ := rows(t, page(t, ts.URL+"/executions?status=OVERDUE"), "executions")
+	if len(execs) != 1 || !strings.HasPrefix(execs[0][3], "OVERDUE FIRED, past its 1m0s timeout") {
+		t.Errorf("overdue executions: %q", execs)
+	}
+	var got storetype.Task
+	if _, body := get(t, ts.URL+"/api/tasks/"+def.Key()); json.Unmarshal([]byte(body), &got) != nil || got.Status != "paused" || !got.Paused {
+		t.Errorf("/api/tasks/%s: %s", def.Key(), body)
+	}
+}

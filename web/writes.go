@@ -315,7 +315,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		return nil, false
 	}
 	if !bulkSelects(f) {
-		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART or ?topic=TOPIC")
+		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART, ?topic=TOPIC or ?fault=any|paused")
 		return nil, false
 	}
 	if err := s.fileKnown(r.Context(), f); err != nil {

@@ -148,10 +148,11 @@ func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
 	}, "audit actions")
 }
 
-// ActivitySince counts the files, the executions and the failed
-// executions since a moment, as the lists filtered from that moment on
-// count them (a file by when it last changed, an execution by when it is
-// shown: fired, or reported while only a worker's report is known).
+// ActivitySince counts the files, the files rejected, the executions and
+// the failed executions since a moment, as the lists filtered from that
+// moment on count them (a file by when it last changed, an execution by
+// when it is shown: fired, or reported while only a worker's report is
+// known).
 func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error) {
 	db, done := s.reader()
 	defer done()
@@ -159,9 +160,10 @@ func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.A
 	ms := since.UnixMilli()
 	err := db.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM batches WHERE updated_at >= ?) + (SELECT count(*) FROM arrivals WHERE updated_at >= ?),
+		(SELECT count(*) FROM batches WHERE status = 'rejected' AND updated_at >= ?),
 		(SELECT count(*) FROM executions e WHERE `+execTime+` >= ?),
-		(SELECT count(*) FROM executions e WHERE e.status = 'FAILED' AND `+execTime+` >= ?)`, ms, ms, ms, ms).
-		Scan(&a.Files, &a.Fires, &a.Failures)
+		(SELECT count(*) FROM executions e WHERE e.status = 'FAILED' AND `+execTime+` >= ?)`, ms, ms, ms, ms, ms).
+		Scan(&a.Files, &a.Rejected, &a.Fires, &a.Failures)
 	if err != nil {
 		return a, fmt.Errorf("activity: %w", err)
 	}

@@ -377,6 +377,15 @@ func taskWhere(f storetype.TaskFilter) ([]string, []any, error) {
 		where = append(where, "t.topic = ?")
 		args = append(args, f.Topic)
 	}
+	switch f.Fault {
+	case "":
+	case storetype.TaskFaultAny:
+		where = append(where, "t.key IN (SELECT key FROM task_faults)")
+	case storetype.TaskFaultPaused:
+		where = append(where, "t.key IN (SELECT key FROM task_faults WHERE paused)")
+	default:
+		return nil, nil, fmt.Errorf("fault %q: %w", f.Fault, storetype.ErrBadFilter)
+	}
 	if !f.From.IsZero() {
 		where = append(where, "t.next_fire >= ?")
 		args = append(args, f.From.UnixMilli())

@@ -197,6 +197,10 @@ type TaskFilter struct {
 	// From and To bound the next fire, From inclusive, To exclusive;
 	// zero: unbounded. A bound keeps only tasks with a next fire.
 	From, To time.Time
+	// Fault keeps only the tasks the engine holds back for their fault:
+	// TaskFaultAny those with a fault, TaskFaultPaused those the fault
+	// policy paused.
+	Fault string
 	// Sort is TaskSortNext (the default) or TaskSortKey.
 	Sort string
 	// Cursor, from a Page, asks for the page it leads to.
@@ -204,6 +208,12 @@ type TaskFilter struct {
 	// Limit bounds a page. Defaults to 100; at most 1000.
 	Limit int
 }
+
+// Values of TaskFilter.Fault.
+const (
+	TaskFaultAny    = "any"
+	TaskFaultPaused = "paused"
+)
 
 // Task list orders.
 const (
@@ -417,10 +427,12 @@ type Page[T any] struct {
 // files that changed, the executions (fired, or reported while only a
 // worker's report is known) and those of them that failed.
 type Activity struct {
-	Since    time.Time `json:"since"`
-	Files    int       `json:"files"`
-	Fires    int       `json:"fires"`
-	Failures int       `json:"failures"`
+	Since time.Time `json:"since"`
+	Files int       `json:"files"`
+	// Rejected counts the files of Files rejected.
+	Rejected int `json:"rejected"`
+	Fires    int `json:"fires"`
+	Failures int `json:"failures"`
 }
 
 // AuditEvent is one entry of the audit trail.
