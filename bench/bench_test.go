@@ -70,7 +70,7 @@ func startEnv(tb testing.TB) *env {
 	tb.Helper()
 	dir := tb.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := kafka.StartEmbedded(filepath.Join(dir, "kafka"), "127.0.0.1:0", log)
+	b, err := kafka.StartEmbedded(filepath.Join(dir, "kafka"), kafka.EmbeddedConfig{Listen: "127.0.0.1:0"}, log)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	}
 	brokers := cfg.Kafka.Brokers
 	if len(brokers) == 0 {
-		b, err := kafka.StartEmbedded(filepath.Join(cfg.DataDir, "kafka"), cfg.Kafka.Embedded.Listen, log.With("component", "broker"))
+		b, err := kafka.StartEmbedded(filepath.Join(cfg.DataDir, "kafka"), cfg.Kafka.Embedded, log.With("component", "broker"))
 		if err != nil {
 			return fmt.Errorf("%w (kafka.embedded.listen, or JOBDROP_KAFKA_EMBEDDED_LISTEN, says where it listens)", err)
 		}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -60,6 +61,11 @@ type EmbeddedConfig struct {
 	// Listen is the address the broker serves the Kafka protocol on.
 	// Defaults to 127.0.0.1:9092; use port 0 for a free port.
 	Listen string `yaml:"listen"`
+	// CompactionInterval is how often the broker compacts the state topic
+	// (and any other topic whose cleanup.policy is compact), keeping the
+	// latest record of each key, and applies topics' retention. Defaults
+	// to 10m.
+	CompactionInterval time.Duration `yaml:"compaction_interval"`
 }
 
 // TLSConfig secures the connections to the brokers.
@@ -104,6 +110,7 @@ func (c Config) WithDefaults() Config {
 	if c.Embedded.Listen == "" {
 		c.Embedded.Listen = "127.0.0.1:9092"
 	}
+	c.Embedded.CompactionInterval = cmp.Or(c.Embedded.CompactionInterval, defaultCompactionInterval)
 	if c.Partitions == 0 {
 		c.Partitions = 8
 	}
@@ -154,6 +161,9 @@ func (c Config) Validate() error {
 	if len(c.Brokers) == 0 {
 		if _, _, err := net.SplitHostPort(c.Embedded.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("kafka.embedded.listen: %w", err))
+		}
+		if c.Embedded.CompactionInterval < 0 {
+			errs = append(errs, fmt.Errorf("kafka.embedded.compaction_interval: %s: must not be negative", c.Embedded.CompactionInterval))
 		}
 		if c.TLS.Enabled {
 			errs = append(errs, errors.New("kafka.tls.enabled: the embedded broker speaks plaintext only: set kafka.brokers to use TLS"))

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -18,20 +20,31 @@ import (
 )
 
 // Broker is the embedded single-node Kafka-protocol broker, persisted under
-// a directory so committed records survive restarts.
+// a directory so committed records survive restarts. It compacts its
+// compacted topics itself (see compact.go).
 type Broker struct {
 	cluster *kfake.Cluster
 	dir     string
+	client  *kgo.Client // sets compaction rounds off
+
+	compactStop chan struct{}      // closed by Close
+	compactDone chan struct{}      // closed when compactEvery returns
+	compacted   chan compactResult // a round's outcome
+	armed       atomic.Bool        // a round's control function waits for its request
+	compactMu   sync.Mutex         // held by a round under way
+	closing     atomic.Bool
+	closeOnce   sync.Once
 }
 
 // cleanStop names the file a broker leaves in its directory when it stops
 // cleanly; without it, the last stop cut transactions off.
 const cleanStop = "jobdrop-clean-stop"
 
-// StartEmbedded starts the embedded broker listening on listen, keeping its
-// data in dir. After a stop that was not clean (the process killed, the
-// machine down), it first ends the transactions the stop cut off.
-func StartEmbedded(dir, listen string, log *slog.Logger) (*Broker, error) {
+// StartEmbedded starts the embedded broker as cfg says, keeping its data
+// in dir. After a stop that was not clean (the process killed, the
+// machine down), it first undoes a compaction the stop cut off and ends
+// the transactions it cut off.
+func StartEmbedded(dir string, cfg EmbeddedConfig, log *slog.Logger) (*Broker, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
@@ -44,6 +57,14 @@ func StartEmbedded(dir, listen string, log *slog.Logger) (*Broker, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("embedded broker: %w", err)
 	}
+	restored, err := undoCutCompaction(dir)
+	if len(restored) > 0 {
+		log.Warn("compaction cut off by an unclean stop undone: the partitions are as they were before it", "partitions", restored)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker: undo a compaction cut off by an unclean stop: %w", err)
+	}
+	listen := cfg.Listen
 	c, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
 		kfake.DataDir(dir),
@@ -55,22 +76,26 @@ func StartEmbedded(dir, listen string, log *slog.Logger) (*Broker, error) {
 		// be patient with.
 		kfake.GroupMinSessionTimeout(time.Second),
 		kfake.GroupMaxSessionTimeout(30*time.Minute),
-		kfake.BrokerConfigs(map[string]string{
-			// Compact the state topic every ten minutes rather than hourly.
-			"log.cleaner.backoff.ms": "600000",
-		}),
+		// The Broker compacts, not kfake.
+		kfake.BrokerConfigs(compactionOff),
 		kfake.WithLogger(&kfakeLogger{log: log}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("embedded broker on %s: %w", listen, err)
 	}
-	b := &Broker{cluster: c, dir: dir}
+	b := &Broker{cluster: c, dir: dir, compactStop: make(chan struct{}), compactDone: make(chan struct{}),
+		compacted: make(chan compactResult, 1)}
 	if unclean {
 		if err := b.repair(log); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("embedded broker: after an unclean stop: %w", err)
 		}
 	}
+	if b.client, err = kgo.NewClient(kgo.SeedBrokers(b.Addrs()...)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("embedded broker: %w", err)
+	}
+	go b.compactEvery(cmp.Or(cfg.CompactionInterval, defaultCompactionInterval), log)
 	return b, nil
 }
 
@@ -94,8 +119,19 @@ func (b *Broker) repair(log *slog.Logger) error {
 func (b *Broker) Addrs() []string { return b.cluster.ListenAddrs() }
 
 // Close stops the broker, flushing its data to disk, and marks the stop
-// clean.
+// clean. A compaction under way is finished first.
 func (b *Broker) Close() {
+	b.closeOnce.Do(b.close)
+}
+
+func (b *Broker) close() {
+	// A round under way is done first; one set off later does nothing.
+	b.compactMu.Lock()
+	b.closing.Store(true)
+	b.compactMu.Unlock()
+	close(b.compactStop)
+	<-b.compactDone
+	b.client.Close()
 	b.cluster.Close()
 	_ = os.WriteFile(filepath.Join(b.dir, cleanStop), nil, 0o644)
 }

@@ -49,11 +49,22 @@ const (
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // brokerStep: "cut" creates the topic and leaves a transaction of cut-N
-// records open; "commit" commits one of kept-N records.
+// records open; "commit" commits one of kept-N records; "fill" fills
+// compactTopic; "compact" compacts every millisecond.
 func brokerStep(dir, step string) (string, error) {
-	b, err := StartEmbedded(dir, "127.0.0.1:0", quiet())
+	cfg := EmbeddedConfig{Listen: "127.0.0.1:0"}
+	if step == "compact" {
+		cfg.CompactionInterval = time.Millisecond
+	}
+	b, err := StartEmbedded(dir, cfg, quiet())
 	if err != nil {
 		return "", err
+	}
+	switch step {
+	case "fill":
+		return b.Addrs()[0], fillCompacted(b)
+	case "compact":
+		return b.Addrs()[0], nil
 	}
 	ctx := context.Background()
 	if step == "cut" {
@@ -148,7 +159,7 @@ func TestTransactionsCutOffByAKillStayAbortedAndHideNothing(t *testing.T) {
 	onlyKept(t, "after the first restart", []string{addr})
 	kill()
 
-	b, err := StartEmbedded(dir, "127.0.0.1:0", quiet())
+	b, err := StartEmbedded(dir, EmbeddedConfig{Listen: "127.0.0.1:0"}, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +189,7 @@ func TestEmbeddedBrokerKeepsOldTaskState(t *testing.T) {
 			defer cancel()
 			topics := topicsFor(t)
 
-			b, err := StartEmbedded(dir, "127.0.0.1:0", log)
+			b, err := StartEmbedded(dir, EmbeddedConfig{Listen: "127.0.0.1:0"}, log)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +247,7 @@ func TestEmbeddedBrokerKeepsOldTaskState(t *testing.T) {
 			t.Run("after the cleaner ran", kept)
 
 			b.Close()
-			b, err = StartEmbedded(dir, "127.0.0.1:0", log)
+			b, err = StartEmbedded(dir, EmbeddedConfig{Listen: "127.0.0.1:0"}, log)
 			if err != nil {
 				t.Fatal(err)
 			}
