@@ -474,12 +474,25 @@ func (s *Server) audit(r *http.Request, action, actor, object, outcome, detail s
 
 // auditBatch is audit of an event about the file of batch b.
 func (s *Server) auditBatch(r *http.Request, action, actor, object, outcome, detail string, b *record.Batch) {
+	s.auditEvent(r, action, actor, object, outcome, detail, b)
+}
+
+// auditID is audit, returning the event's id; "" when it could not be
+// written.
+func (s *Server) auditID(r *http.Request, action, actor, object, outcome, detail string) string {
+	return s.auditEvent(r, action, actor, object, outcome, detail, nil)
+}
+
+// auditEvent writes the event and returns its id; "" when it could not be
+// written, which it logs.
+func (s *Server) auditEvent(r *http.Request, action, actor, object, outcome, detail string, b *record.Batch) string {
 	if s.cmd == nil {
-		return
+		return ""
 	}
 	now := s.cfg.Now()
+	id := action + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + randomID()
 	err := s.cmd.Audit(context.WithoutCancel(r.Context()), record.Audit{
-		ID:      action + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + randomID(),
+		ID:      id,
 		At:      now.UnixMilli(),
 		Actor:   cleanField(actor, maxAuditName),
 		Action:  action,
@@ -490,7 +503,9 @@ func (s *Server) auditBatch(r *http.Request, action, actor, object, outcome, det
 	})
 	if err != nil {
 		s.log.Error("audit", "action", action, "path", r.URL.Path, "error", err)
+		return ""
 	}
+	return id
 }
 
 // attemptedName is the user name a failed login gave, shortened and

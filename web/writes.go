@@ -249,6 +249,7 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 		return
 	}
 	var sent []string
+	event := ""
 	if key != "" {
 		t, err := s.src.TaskByKey(r.Context(), key)
 		if err != nil {
@@ -275,16 +276,20 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 		// A bulk action on many tasks may take longer than an answer
 		// may: its answer is written when it is done.
 		w = s.streaming(w)
-		var ok bool
-		if sent, ok = s.changeSelected(w, r, verb); !ok {
+		b, ok := s.changeSelected(w, r, verb)
+		if !ok {
 			return
 		}
+		sent, event = b.sent, b.event
 	}
 	if isForm(r) {
 		http.Redirect(w, r, safeNext(r.FormValue("back")), http.StatusSeeOther)
 		return
 	}
 	answer := map[string]any{"action": verb, "sent": len(sent), "tasks": sent}
+	if event != "" {
+		answer["audit"] = event
+	}
 	if len(sent) > maxListLimit {
 		// The count says how many; the keys of a large bulk action would
 		// make an answer of megabytes.
@@ -302,27 +307,38 @@ const bulkChunk = 5000
 // console does not hold, which pause and resume need.
 var errUnknownDefinition = errors.New("its definition is not known here")
 
+// bulk is what a bulk action did: the keys of the tasks it sent a command
+// for, how many live tasks its filters selected, and the id of its audit
+// event.
+type bulk struct {
+	sent     []string
+	selected int
+	event    string
+}
+
 // changeSelected applies verb to every live task the list filters of the
-// request select (file, host, name, topic, status: those of the task
-// list), however many, and returns the keys of the tasks it sent a
-// command for. Ended tasks, and tasks already paused or resumed, are
-// skipped. On an error it answers and returns false; commands sent before
-// it stay sent.
-func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb string) ([]string, bool) {
+// request select (those of the task list), however many, and writes one
+// audit event for all of it: the filters, the counts and the outcome,
+// with the time from which the engine's event for each task follows.
+// Tasks already paused or resumed are skipped. On an error it answers and
+// returns false; commands sent before it stay sent, and the event says
+// how many.
+func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb string) (bulk, bool) {
+	var b bulk
 	f, err := s.taskFilter(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
-		return nil, false
+		return b, false
 	}
 	if !bulkSelects(f) {
 		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART, ?topic=TOPIC or ?fault=any|paused")
-		return nil, false
+		return b, false
 	}
 	if err := s.fileKnown(r.Context(), f); err != nil {
 		s.apiFail(w, r, err)
-		return nil, false
+		return b, false
 	}
-	var sent []string
+	start := s.cfg.Now()
 	var chunk []task.Definition
 	flush := func() error {
 		if len(chunk) == 0 {
@@ -332,7 +348,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 			return err
 		}
 		for _, d := range chunk {
-			sent = append(sent, d.Key())
+			b.sent = append(b.sent, d.Key())
 		}
 		chunk = chunk[:0]
 		return nil
@@ -341,6 +357,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		if !t.Live() {
 			return nil
 		}
+		b.selected++
 		d, ok, err := command(t, verb)
 		if err != nil || !ok {
 			return err
@@ -353,18 +370,19 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 	if err == nil {
 		err = flush()
 	}
+	b.event = s.auditBulk(r, verb, filterURL("/tasks", listQuery(r.URL.Query(), taskParams)), b, start, err)
 	switch {
 	case err == nil:
-		return sent, true
-	case errors.Is(err, errUnknownDefinition) && len(sent) == 0:
+		return b, true
+	case errors.Is(err, errUnknownDefinition) && len(b.sent) == 0:
 		s.writeJSONError(w, http.StatusConflict, err.Error())
 	default:
-		if len(sent) > 0 {
-			err = fmt.Errorf("after %d tasks: %w", len(sent), err)
+		if len(b.sent) > 0 {
+			err = fmt.Errorf("after %d tasks: %w", len(b.sent), err)
 		}
 		s.sendFailed(w, r, err)
 	}
-	return nil, false
+	return b, false
 }
 
 // command is the command that applies verb to a live task: pause and
