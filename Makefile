@@ -50,12 +50,14 @@ bench: ## run the benchmarks, then drop 1M CSV / 200k Excel rows beside kcat and
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list $(PKGS) | grep -v '/bench$$')
 	GO=$(GO) ./bench/run.sh
 
-chaos: ## run the long fault suite (docs/reliability.md): kills during injection, 3 instances under kills and a zombie, a flood of 500 files while 5,000 tasks fire
+chaos: ## run the long fault suite (docs/reliability.md): kills during injection, 3 instances under kills and a zombie, a flood of 500 files while 5,000 tasks fire, 200 kills at random points (half an hour)
 	$(GO) test -count=1 -timeout 60m -run 'Chaos|KillNine' -v ./cmd/jobdrop -args \
 	  -kill-points=20 -kill-rows=100000 \
 	  -chaos-duration=5m -chaos-tasks=5000 -chaos-kill-every=10s
 	$(GO) test -count=1 -timeout 60m -run Flood -v ./cmd/jobdrop -args \
 	  -flood-files=500 -flood-rows=10000 -flood-keys=50000 -flood-tasks=5000
+	$(GO) test -count=1 -timeout 90m -run Torture -v ./cmd/jobdrop -args \
+	  -torture-cycles=200 -torture-duration=30m -torture-rows=20000 -torture-bulk=5000
 
 run: ## run jobdrop on its embedded defaults: ./data, ./inbox, console :8080, broker :9092
 	$(GO) run ./cmd/jobdrop run
