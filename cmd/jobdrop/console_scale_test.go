@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/store"
+	"github.com/jobdrop/jobdrop/internal/store/storetest"
+)
+
+var (
+	scaleTasks      = flag.Int("console-scale-tasks", 50_000, "tasks of TestConsoleInBrowserAtScale")
+	scaleExecutions = flag.Int("console-scale-executions", 200_000, "executions of TestConsoleInBrowserAtScale")
+)
+
+// nightDataDir is a data dir whose database holds a night of work
+// (storetest.Night, lean), filled through the store's apply path: a view
+// of records no topic holds, which the engine knows nothing of. Where the
+// recorder would resume reading each topic is forgotten, so that it reads
+// the node's real topics from their start.
+func nightDataDir(t *testing.T, tasks, executions int, now time.Time) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, dbFile)
+	st, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	if err := (storetest.Night{Tasks: tasks, Executions: executions, Now: now, Lean: true}).Fill(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DELETE FROM topic_offsets`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("filled %d tasks and %d executions in %s", tasks, executions, time.Since(started).Round(100*time.Millisecond))
+	return dir
+}
+
+// pageTotal is what the list's pager says it holds: "1,500 executions:
+// 1–50" is 1500.
+func pageTotal(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	line := eval[string](t, ctx, `document.querySelector("#pager .total").textContent`)
+	if strings.HasPrefix(line, "no ") {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(strings.Fields(line)[0], ",", ""))
+	if err != nil {
+		t.Fatalf("pager says %q", line)
+	}
+	return n
+}
+
+// TestConsoleInBrowserAtScale drives the console over 50,000 tasks and
+// 200,000 executions as the operator on call would: follow a dashboard
+// count to its list; filter the executions to the FAILED ones of one
+// host in the last hour and page to the end; pause every task of a host
+// and find the one audit event that says so, and from it each task's.
+func TestConsoleInBrowserAtScale(t *testing.T) {
+	dataDir := nightDataDir(t, *scaleTasks, *scaleExecutions, time.Now().UTC().Truncate(time.Second))
+	in := startInstanceEnv(t, append(consoleUsers(t), "JOBDROP_DATA_DIR="+dataDir))
+	// A few tasks the engine holds, to pause.
+	var csv strings.Builder
+	csv.WriteString("host,name,topic,timeUnit,time\n")
+	for i := range 20 {
+		csv.WriteString("ops,report-" + strconv.Itoa(i) + ",reports,HOURS,1\n")
+	}
+	in.drop("ops.csv", csv.String())
+	in.waitFile("archive", "ops.csv")
+	ctx := browser(t)
+	base := in.console
+	login(t, ctx, base, "otto", "/")
+
+	// A dashboard count leads to a list of as many.
+	failed := eval[string](t, ctx, `document.querySelector("#executions-failed").textContent`)
+	took := time.Now()
+	within(t, ctx, "the failed count to its list",
+		clickJS(`#executions-failed`),
+		waitJS(`location.pathname === "/executions" && location.search === "?status=FAILED" && document.querySelector("#pager")`))
+	t.Logf("dashboard count %s led to /executions?status=FAILED in %s", failed, time.Since(took).Round(time.Millisecond))
+	if n := pageTotal(t, ctx); strconv.Itoa(n) != strings.ReplaceAll(failed, ",", "") || n == 0 {
+		t.Errorf("the dashboard counts %s failed executions; its list holds %d", failed, n)
+	}
+
+	// The FAILED ones of host-07 in the last hour, through the form, then
+	// every page to the last.
+	var latest []struct{ Host string }
+	if code, body := in.call("GET", "/api/executions?status=FAILED&from=-1h&limit=1", "vera", ""); code != 200 ||
+		json.Unmarshal([]byte(body), &latest) != nil || len(latest) != 1 {
+		t.Fatalf("the latest failed execution: %d %s", code, body)
+	}
+	host := latest[0].Host
+	within(t, ctx, "filter the executions",
+		chromedp.SetValue(chromedp.CSS(`#execution-filters [name=host]`), host),
+		chromedp.SetValue(chromedp.CSS(`#execution-filters [name=from]`), "-1h"),
+		clickJS(`#execution-filters button[type=submit]`),
+		waitJS(`location.search === "?status=FAILED&host=`+host+`&from=-1h" && document.querySelector("#pager")`))
+	total := pageTotal(t, ctx)
+	var want []json.RawMessage
+	if code, body := in.call("GET", "/api/executions?status=FAILED&host="+host+"&from=-1h&limit=1000", "vera", ""); code != 200 ||
+		json.Unmarshal([]byte(body), &want) != nil {
+		t.Fatalf("API: %d %s", code, body)
+	}
+	if total == 0 || total != len(want) {
+		t.Fatalf("the filtered list says %d executions, the API lists %d", total, len(want))
+	}
+	seen, pages := 0, 0
+	for {
+		pages++
+		rows := eval[[][]string](t, ctx, `[...document.querySelectorAll("#executions tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
+		for _, r := range rows {
+			if !strings.HasPrefix(r[0], host+"/") || !strings.HasPrefix(r[3], "FAILED") {
+				t.Fatalf("page %d holds %q", pages, r)
+			}
+		}
+		seen += len(rows)
+		if !eval[bool](t, ctx, `!!document.querySelector('#pager a[rel=next]')`) {
+			break
+		}
+		start := time.Now()
+		within(t, ctx, "the next page",
+			chromedp.Evaluate[chromedp.Void](`window.pageMark = location.href`),
+			clickJS(`#pager a[rel=next]`),
+			waitJS(`location.href !== window.pageMark && document.querySelector("#pager")`))
+		t.Logf("page %d in %s", pages+1, time.Since(start).Round(time.Millisecond))
+	}
+	if seen != total || pages != (total+49)/50 {
+		t.Errorf("paged through %d executions in %d pages, want %d in %d", seen, pages, total, (total+49)/50)
+	}
+
+	// Pause every task of host ops from the task list, then find the one
+	// event that says so.
+	within(t, ctx, "pause every task of host ops",
+		chromedp.Navigate(base+"/tasks?host=ops"),
+		waitJS(`document.querySelectorAll("#tasks tbody tr").length === 20`),
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+		clickJS(`#bulk button[data-action="Pause all"]`),
+		waitJS(`location.pathname === "/tasks" && document.querySelector("#tasks")`))
+	within(t, ctx, "the bulk pause's one event",
+		chromedp.Navigate(base+"/audit"),
+		chromedp.SetValue(chromedp.CSS(`#audit-filters [name=action]`), "tasks.pause"),
+		clickJS(`#audit-filters button[type=submit]`),
+		waitJS(`location.search === "?action=tasks.pause" && document.querySelector("#audit")`))
+	event := eval[[][]string](t, ctx, `[...document.querySelectorAll("#audit tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
+	if len(event) != 1 || event[0][1] != "otto" || event[0][3] != "/tasks?host=ops" || event[0][4] != "ok" ||
+		!strings.HasPrefix(event[0][5], "20 tasks selected, 20 sent") {
+		t.Fatalf("events of action tasks.pause: %q; want otto's one, of /tasks?host=ops, 20 sent", event)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "each task's event, from the bulk event", func() bool {
+		within(t, ctx, "each task's event",
+			chromedp.Navigate(base+"/audit?action=tasks.pause"),
+			clickJS(`#audit a.per-task`),
+			waitJS(`location.search.includes("action=task.paused") && document.querySelector("#pager")`))
+		return pageTotal(t, ctx) == 20
+	})
+	screenshot(t, ctx, "audit-bulk")
+}
