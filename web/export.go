@@ -19,89 +19,86 @@ import (
 type report struct {
 	name   string // in the file name and, capitalised, the sheet's: "audit"
 	header []string
-	widths []int // of the sheet's columns, in characters
+	// loc is the zone of its times: CSV writes them in RFC 3339 with
+	// its offset, a sheet as dates of its wall clock.
+	loc *time.Location
 	// each calls row with every row of the report, in order.
-	each func(ctx context.Context, row func([]string) error) error
+	each func(ctx context.Context, row func([]cell) error) error
 	// cut says, in the last row of a sheet that is full, which rows are
 	// left out, after the last row written.
-	cut func(last []string) string
+	cut func(last []cell) string
 }
 
 // auditReport is the audit trail the filters select, oldest first.
 func (s *Server) auditReport(f storetype.AuditFilter) report {
-	return report{
+	rep := report{
 		name:   "audit",
 		header: []string{"at", "actor", "action", "object", "outcome", "detail", "batch", "id"},
-		widths: []int{26, 14, 16, 36, 10, 60, 16, 30},
-		each: func(ctx context.Context, row func([]string) error) error {
+		loc:    time.UTC,
+		each: func(ctx context.Context, row func([]cell) error) error {
 			return s.src.EachAudit(ctx, f, func(a storetype.AuditEvent) error {
-				return row([]string{a.At.UTC().Format(time.RFC3339Nano), a.Actor, a.Action, a.Object, a.Outcome, a.Detail, a.Batch, a.ID})
+				return row([]cell{when(&a.At), text(a.Actor), text(a.Action), text(a.Object), text(a.Outcome), text(a.Detail), text(a.Batch), text(a.ID)})
 			})
 		},
-		cut: func(last []string) string {
-			return "events after " + last[0] + " are left out: export from that time on, or the CSV"
-		},
 	}
+	rep.cut = func(last []cell) string {
+		return "events after " + last[0].String(rep.loc) + " are left out: export from that time on, or the CSV"
+	}
+	return rep
 }
 
 // taskReport is every task the list's filters select, in key order: what
 // a team signs off after moving a schedule, one row per task with the file
 // and row it came from.
 func (s *Server) taskReport(f storetype.TaskFilter) report {
-	at := func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
-	return report{
+	rep := report{
 		name: "tasks",
 		header: []string{"key", "host", "name", "topic", "status", "paused", "schedule", "next fire", "last fire",
 			"fires", "file", "row", "updated", "definition"},
-		widths: []int{36, 14, 28, 20, 10, 7, 30, 22, 22, 8, 24, 7, 22, 60},
-		each: func(ctx context.Context, row func([]string) error) error {
+		loc: time.UTC,
+		each: func(ctx context.Context, row func([]cell) error) error {
 			return s.src.EachTask(ctx, f, func(t storetype.Task) error {
-				sourceRow := ""
+				sourceRow := cell{}
 				if t.SourceRow > 0 {
-					sourceRow = strconv.Itoa(t.SourceRow)
+					sourceRow = number(int64(t.SourceRow))
 				}
-				return row([]string{t.Key, t.Host, t.Name, t.Topic, t.Status, strconv.FormatBool(t.Paused), t.Schedule,
-					at(t.NextFire), at(t.LastFire), strconv.FormatInt(t.FireCount, 10), t.SourceFile, sourceRow,
-					t.UpdatedAt.UTC().Format(time.RFC3339), t.Definition})
+				return row([]cell{text(t.Key), text(t.Host), text(t.Name), text(t.Topic), text(t.Status), text(strconv.FormatBool(t.Paused)),
+					text(t.Schedule), whenSecs(t.NextFire), whenSecs(t.LastFire), number(t.FireCount), text(t.SourceFile), sourceRow,
+					whenSecs(&t.UpdatedAt), text(t.Definition)})
 			})
 		},
-		cut: func(last []string) string {
-			return "tasks after " + last[0] + " are left out: narrow the filters, or export the CSV"
-		},
 	}
+	rep.cut = func(last []cell) string {
+		return "tasks after " + last[0].String(rep.loc) + " are left out: narrow the filters, or export the CSV"
+	}
+	return rep
 }
 
 // executionReport is every execution the list's filters select, in the
 // list's order, each with the status it shows now.
 func (s *Server) executionReport(f storetype.ExecutionFilter) report {
-	at := func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339Nano)
-	}
-	return report{
+	rep := report{
 		name: "executions",
 		header: []string{"fire id", "task", "host", "name", "topic", "status", "recorded status", "scheduled", "fired", "reported",
 			"message", "worker", "partition", "offset", "file", "timeout (s)"},
-		widths: []int{34, 36, 14, 28, 20, 10, 10, 24, 24, 24, 40, 16, 9, 10, 16, 10},
-		each: func(ctx context.Context, row func([]string) error) error {
+		loc: time.UTC,
+		each: func(ctx context.Context, row func([]cell) error) error {
 			return s.src.EachExecution(ctx, f, func(e storetype.Execution) error {
 				e = e.AsOf(f.Now)
-				return row([]string{e.FireID, e.TaskKey(), e.Host, e.Name, e.Topic, e.Status, e.Recorded, at(e.ScheduledAt), at(e.FiredAt),
-					at(e.StatusAt), e.StatusMessage, e.Worker, strconv.Itoa(int(e.TargetPartition)), strconv.FormatInt(e.TargetOffset, 10),
-					e.Batch, strconv.FormatFloat(e.Timeout.Seconds(), 'f', -1, 64)})
+				timeout := cell{}
+				if e.Timeout > 0 {
+					timeout = decimal(e.Timeout.Seconds())
+				}
+				return row([]cell{text(e.FireID), text(e.TaskKey()), text(e.Host), text(e.Name), text(e.Topic), text(e.Status), text(e.Recorded),
+					when(e.ScheduledAt), when(e.FiredAt), when(e.StatusAt), text(e.StatusMessage), text(e.Worker),
+					number(int64(e.TargetPartition)), number(e.TargetOffset), text(e.Batch), timeout})
 			})
 		},
-		cut: func(last []string) string {
-			return "executions after " + last[8] + " are left out: narrow the filters, or export the CSV"
-		},
 	}
+	rep.cut = func(last []cell) string {
+		return "executions after " + last[8].String(rep.loc) + " are left out: narrow the filters, or export the CSV"
+	}
+	return rep
 }
 
 func (s *Server) exportExecutionsCSV(w http.ResponseWriter, r *http.Request) {
@@ -137,14 +134,16 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
 	cw := csv.NewWriter(w)
 	cw.Write(rep.header)
 	n := 0
-	err := rep.each(r.Context(), func(row []string) error {
-		for i, v := range row {
-			row[i] = neutralise(v)
+	var line []string
+	err := rep.each(r.Context(), func(row []cell) error {
+		line = line[:0]
+		for _, c := range row {
+			line = append(line, neutralise(c.String(rep.loc)))
 		}
 		if n++; n%1000 == 0 {
 			cw.Flush()
 		}
-		return cw.Write(row)
+		return cw.Write(line)
 	})
 	cw.Flush()
 	if err == nil {
@@ -153,9 +152,10 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
 	s.abortAnswer(r, "export "+rep.name+" csv", err)
 }
 
-// exportXLSX streams a report as an Excel sheet, one row at a time. Every
-// cell is a string; none is a formula. A report longer than a sheet's
-// million rows ends with a row saying where it was cut.
+// exportXLSX streams a report as an Excel sheet, one row at a time: text
+// cells as strings, none a formula; numbers and times typed. A report
+// longer than a sheet's million rows ends with a row saying where it was
+// cut.
 func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report) {
 	w = s.streaming(w)
 	s.attach(w, rep, "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
@@ -182,24 +182,26 @@ func (s *Server) abortAnswer(r *http.Request, what string, err error) {
 var errSheetFull = errors.New("sheet full")
 
 func writeXLSX(ctx context.Context, rep report, w io.Writer) error {
-	sw, err := newSheetWriter(w, strings.ToUpper(rep.name[:1])+rep.name[1:], rep.widths)
+	sw, err := newSheetWriter(w, strings.ToUpper(rep.name[:1])+rep.name[1:], rep.header, rep.loc)
 	if err != nil {
 		return err
 	}
-	sw.WriteRow(rep.header)
-	var last, cells []string
-	err = rep.each(ctx, func(row []string) error {
+	var last, cells []cell
+	err = rep.each(ctx, func(row []cell) error {
 		if sw.rows == xlsxMaxRows-1 {
 			return errSheetFull
 		}
 		last, cells = row, cells[:0]
-		for _, v := range row {
-			cells = append(cells, neutralise(v))
+		for _, c := range row {
+			if !c.num && !c.isTime() {
+				c.s = neutralise(c.s)
+			}
+			cells = append(cells, c)
 		}
 		return sw.WriteRow(cells)
 	})
 	if errors.Is(err, errSheetFull) {
-		err = sw.WriteRow([]string{"cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; " + rep.cut(last)})
+		err = sw.WriteRow([]cell{text("cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; " + rep.cut(last))})
 	}
 	if err != nil {
 		return err

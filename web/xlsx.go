@@ -5,8 +5,10 @@ import (
 	"bufio"
 	"encoding/xml"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -17,39 +19,128 @@ const xlsxMaxCell = 32767
 // so that tests can reach it).
 var xlsxMaxRows = 1 << 20
 
-// sheetWriter writes a one-sheet workbook of text cells row by row
-// straight into w: each row is compressed and sent as it comes, so an
-// export of any length holds one row in memory, and the first bytes leave
-// before the last row is read. (excelize's stream writer, which reads our
-// job lists, buffers 16 MiB of a sheet and sends nothing before the end.)
-// Every cell is an inline string: none is ever a formula.
+// cell is one value of a report: text, a number or a time. CSV writes
+// each as text; a sheet writes numbers and times as such, so that they
+// sort, sum and filter as numbers and dates.
+type cell struct {
+	s   string
+	n   float64
+	num bool
+	t   time.Time
+	// secs writes t to the second in CSV, rather than to the nanosecond.
+	secs bool
+}
+
+// text, number and when make cells; when of nil is an empty cell.
+func text(s string) cell     { return cell{s: s} }
+func number(n int64) cell    { return cell{n: float64(n), num: true} }
+func decimal(f float64) cell { return cell{n: f, num: true} }
+func when(t *time.Time) cell {
+	if t == nil {
+		return cell{}
+	}
+	return cell{t: *t}
+}
+
+// whenSecs is when, written to the second in CSV.
+func whenSecs(t *time.Time) cell {
+	c := when(t)
+	c.secs = true
+	return c
+}
+
+// isTime reports whether c is a time.
+func (c cell) isTime() bool { return !c.t.IsZero() }
+
+// String is c as CSV writes it: times in RFC 3339 in loc.
+func (c cell) String(loc *time.Location) string {
+	switch {
+	case c.num:
+		return strconv.FormatFloat(c.n, 'f', -1, 64)
+	case c.isTime() && c.secs:
+		return c.t.In(loc).Format(time.RFC3339)
+	case c.isTime():
+		return c.t.In(loc).Format(time.RFC3339Nano)
+	}
+	return c.s
+}
+
+// Styles of a sheet's cells, as xl/styles.xml numbers them.
+const (
+	styleHeader = "1" // bold
+	styleTime   = "2" // yyyy-mm-dd hh:mm:ss
+)
+
+// excelEpoch is day 0 of a spreadsheet's dates (1900 date system, with
+// its phantom 29 February 1900 folded in).
+var excelEpoch = time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)
+
+// serial is t's wall clock in loc as a spreadsheet date: days since its
+// epoch, the time of day as the fraction, to the millisecond.
+func serial(t time.Time, loc *time.Location) float64 {
+	w := t.In(loc)
+	wall := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), time.UTC)
+	return float64(wall.Sub(excelEpoch).Milliseconds()) / 86_400_000
+}
+
+// widthSample is how many rows a sheet's column widths are judged by,
+// held until they are written: a bounded number, so memory stays flat.
+const widthSample = 200
+
+// sheetWriter writes a one-sheet workbook row by row straight into w:
+// each row is compressed and sent as it comes, so an export of any length
+// holds a few hundred rows in memory at most (the first, to size the
+// columns), and the first bytes leave long before the last row is read.
+// (excelize's stream writer, which reads our job lists, buffers 16 MiB of
+// a sheet and sends nothing before the end.) Text is always an inline
+// string, never a formula; numbers and times are typed cells. The header
+// row is bold, frozen and carries an autofilter over every row.
 type sheetWriter struct {
-	zw   *zip.Writer
-	bw   *bufio.Writer
+	zw     *zip.Writer
+	bw     *bufio.Writer
+	name   string
+	loc    *time.Location
+	header []string
+	// sample holds the first rows until the columns are sized.
+	sample  [][]cell
+	started bool
+	// rows counts the rows written or held, the header included.
 	rows int
+	cols int
 }
 
 // newSheetWriter starts a workbook whose one sheet is called name, with
-// widths (in characters) for its first columns.
-func newSheetWriter(w io.Writer, name string, widths []int) (*sheetWriter, error) {
+// header as its first row; times are written as their wall clock in loc.
+func newSheetWriter(w io.Writer, name string, header []string, loc *time.Location) (*sheetWriter, error) {
 	zw := zip.NewWriter(w)
-	var sheetName strings.Builder
-	xml.EscapeText(&sheetName, []byte(name))
 	parts := []struct{ path, body string }{
 		{"[Content_Types].xml", xml.Header + `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">` +
 			`<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>` +
 			`<Default Extension="xml" ContentType="application/xml"/>` +
 			`<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>` +
 			`<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>` +
+			`<Override PartName="/xl/styles.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>` +
 			`</Types>`},
 		{"_rels/.rels", xml.Header + `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
 			`<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/>` +
 			`</Relationships>`},
-		{"xl/workbook.xml", xml.Header + `<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">` +
-			`<sheets><sheet name="` + sheetName.String() + `" sheetId="1" r:id="rId1"/></sheets></workbook>`},
 		{"xl/_rels/workbook.xml.rels", xml.Header + `<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">` +
 			`<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/>` +
+			`<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/>` +
 			`</Relationships>`},
+		{"xl/styles.xml", xml.Header + `<styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">` +
+			`<numFmts count="1"><numFmt numFmtId="164" formatCode="yyyy\-mm\-dd hh:mm:ss"/></numFmts>` +
+			`<fonts count="2"><font><sz val="11"/><name val="Calibri"/></font><font><b/><sz val="11"/><name val="Calibri"/></font></fonts>` +
+			`<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>` +
+			`<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>` +
+			`<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>` +
+			`<cellXfs count="3">` +
+			`<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>` +
+			`<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>` +
+			`<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>` +
+			`</cellXfs>` +
+			`<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>` +
+			`</styleSheet>`},
 	}
 	for _, p := range parts {
 		f, err := zw.Create(p.path)
@@ -60,46 +151,140 @@ func newSheetWriter(w io.Writer, name string, widths []int) (*sheetWriter, error
 			return nil, err
 		}
 	}
-	f, err := zw.Create("xl/worksheets/sheet1.xml")
-	if err != nil {
-		return nil, err
-	}
-	s := &sheetWriter{zw: zw, bw: bufio.NewWriterSize(f, 32<<10)}
-	s.bw.WriteString(xml.Header + `<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">`)
-	if len(widths) > 0 {
-		s.bw.WriteString("<cols>")
-		for i, wd := range widths {
-			n := strconv.Itoa(i + 1)
-			s.bw.WriteString(`<col min="` + n + `" max="` + n + `" width="` + strconv.Itoa(wd) + `" customWidth="1"/>`)
-		}
-		s.bw.WriteString("</cols>")
-	}
-	s.bw.WriteString("<sheetData>")
-	return s, nil
+	return &sheetWriter{zw: zw, name: name, loc: loc, header: header, cols: len(header), rows: 1}, nil
 }
 
-// WriteRow appends one row of text cells. The caller keeps to
-// xlsxMaxRows, which rows counts toward.
-func (s *sheetWriter) WriteRow(cells []string) error {
-	s.rows++
-	row := strconv.Itoa(s.rows)
-	s.bw.WriteString(`<row r="` + row + `">`)
-	for i, v := range cells {
-		if v == "" {
-			continue
+// WriteRow appends one row. The caller keeps to xlsxMaxRows, which rows
+// (the header included) counts toward.
+func (s *sheetWriter) WriteRow(cells []cell) error {
+	if !s.started {
+		if len(s.sample) < widthSample {
+			s.sample = append(s.sample, append([]cell(nil), cells...))
+			s.rows++
+			return nil
 		}
-		s.bw.WriteString(`<c r="` + columnName(i) + row + `" t="inlineStr"><is><t xml:space="preserve">`)
-		writeCellText(s.bw, v)
-		s.bw.WriteString(`</t></is></c>`)
+		if err := s.start(); err != nil {
+			return err
+		}
+	}
+	s.rows++
+	return s.writeRow(s.rows, cells, "")
+}
+
+// start sizes the columns by the header and the rows held, then writes
+// the sheet's head, the header and those rows.
+func (s *sheetWriter) start() error {
+	s.started = true
+	f, err := s.zw.Create("xl/worksheets/sheet1.xml")
+	if err != nil {
+		return err
+	}
+	s.bw = bufio.NewWriterSize(f, 32<<10)
+	s.bw.WriteString(xml.Header + `<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">` +
+		`<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>` +
+		`<selection pane="bottomLeft" activeCell="A2" sqref="A2"/></sheetView></sheetViews>`)
+	s.bw.WriteString("<cols>")
+	for i, wd := range s.widths() {
+		n := strconv.Itoa(i + 1)
+		s.bw.WriteString(`<col min="` + n + `" max="` + n + `" width="` + strconv.Itoa(wd) + `" customWidth="1"/>`)
+	}
+	s.bw.WriteString("</cols><sheetData>")
+	header := make([]cell, len(s.header))
+	for i, h := range s.header {
+		header[i] = text(h)
+	}
+	if err := s.writeRow(1, header, styleHeader); err != nil {
+		return err
+	}
+	for i, row := range s.sample {
+		if err := s.writeRow(i+2, row, ""); err != nil {
+			return err
+		}
+	}
+	s.sample = nil
+	return nil
+}
+
+// widths are the columns' widths in characters: the header's, or most
+// of the values of the rows held (the longest ninth in ten of them), a
+// little room around, within bounds.
+func (s *sheetWriter) widths() []int {
+	out := make([]int, s.cols)
+	for i, h := range s.header {
+		var lens []int
+		for _, row := range s.sample {
+			if i < len(row) {
+				lens = append(lens, utf8.RuneCountInString(row[i].display(s.loc)))
+			}
+		}
+		w := utf8.RuneCountInString(h) + 3 // the filter's button
+		if len(lens) > 0 {
+			slices.Sort(lens)
+			w = max(w, lens[len(lens)*9/10]+2)
+		}
+		out[i] = min(max(w, 6), 60)
+	}
+	return out
+}
+
+// display is about what a spreadsheet shows of c, for its width.
+func (c cell) display(loc *time.Location) string {
+	if c.isTime() {
+		return "2006-01-02 15:04:05"
+	}
+	return c.String(loc)
+}
+
+// writeRow writes row number r; style, if set, styles every cell.
+func (s *sheetWriter) writeRow(r int, cells []cell, style string) error {
+	row := strconv.Itoa(r)
+	s.bw.WriteString(`<row r="` + row + `">`)
+	for i, c := range cells {
+		ref := columnName(i) + row
+		switch {
+		case c.num:
+			s.bw.WriteString(`<c r="` + ref + `"><v>` + strconv.FormatFloat(c.n, 'f', -1, 64) + `</v></c>`)
+		case c.isTime():
+			s.bw.WriteString(`<c r="` + ref + `" s="` + styleTime + `"><v>` + strconv.FormatFloat(serial(c.t, s.loc), 'f', -1, 64) + `</v></c>`)
+		case c.s != "":
+			s.bw.WriteString(`<c r="` + ref + `"`)
+			if style != "" {
+				s.bw.WriteString(` s="` + style + `"`)
+			}
+			s.bw.WriteString(` t="inlineStr"><is><t xml:space="preserve">`)
+			writeCellText(s.bw, c.s)
+			s.bw.WriteString(`</t></is></c>`)
+		}
 	}
 	_, err := s.bw.WriteString("</row>")
 	return err
 }
 
-// Close ends the sheet and the archive.
+// Close ends the sheet, with its filter over every row written, and the
+// workbook, which names that filter.
 func (s *sheetWriter) Close() error {
-	s.bw.WriteString("</sheetData></worksheet>")
+	if !s.started {
+		if err := s.start(); err != nil {
+			return err
+		}
+	}
+	last := columnName(max(s.cols-1, 0))
+	ref := "A1:" + last + strconv.Itoa(max(s.rows, 1))
+	s.bw.WriteString(`</sheetData><autoFilter ref="` + ref + `"/></worksheet>`)
 	if err := s.bw.Flush(); err != nil {
+		return err
+	}
+	var sheetName strings.Builder
+	xml.EscapeText(&sheetName, []byte(s.name))
+	quoted := strings.ReplaceAll(sheetName.String(), "'", "''")
+	f, err := s.zw.Create("xl/workbook.xml")
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(f, xml.Header+`<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">`+
+		`<sheets><sheet name="`+sheetName.String()+`" sheetId="1" r:id="rId1"/></sheets>`+
+		`<definedNames><definedName name="_xlnm._FilterDatabase" localSheetId="0" hidden="1">'`+quoted+`'!$A$1:$`+last+`$`+strconv.Itoa(max(s.rows, 1))+`</definedName></definedNames>`+
+		`</workbook>`); err != nil {
 		return err
 	}
 	return s.zw.Close()
