@@ -129,6 +129,7 @@ func neutralise(v string) string {
 
 // exportCSV streams a report as CSV, one row at a time.
 func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
+	rep.loc = exportZone(r)
 	w = s.streaming(w)
 	s.attach(w, rep, "csv", "text/csv; charset=utf-8")
 	cw := csv.NewWriter(w)
@@ -157,9 +158,22 @@ func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
 // longer than a sheet's million rows ends with a row saying where it was
 // cut.
 func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report) {
+	rep.loc = exportZone(r)
 	w = s.streaming(w)
 	s.attach(w, rep, "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 	s.abortAnswer(r, "export "+rep.name+" xlsx", writeXLSX(r.Context(), rep, w))
+}
+
+// exportZone is the zone a report's times are in: the user's, when it is
+// one zone (UTC, or their browser's); UTC when they see each task in its
+// own, since a column of a sheet holds times of one zone. CSV writes each
+// time with its offset, a sheet names the zone in its time columns'
+// headers.
+func exportZone(r *http.Request) *time.Location {
+	if z := readZone(r, who(r.Context()).Name); z.Mode == zoneLocal {
+		return z.in("")
+	}
+	return time.UTC
 }
 
 // attach sends the headers of a report's download.

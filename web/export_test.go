@@ -291,7 +291,7 @@ func TestAuditExportOpensInASpreadsheet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != len(hostile)+1 || rows[0][0] != "at" {
+	if len(rows) != len(hostile)+1 || rows[0][0] != "at (UTC)" {
 		t.Fatalf("the spreadsheet shows %d rows, want the header and %d: %q", len(rows), len(hostile), rows)
 	}
 	for i, v := range hostile {

@@ -256,6 +256,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("POST /api/files/{id}/apply", s.decideHeld(true))
 	mux.HandleFunc("POST /api/files/{id}/reject", s.decideHeld(false))
 	mux.HandleFunc("GET /api/activity", s.apiActivity)
+	mux.HandleFunc("POST /settings/timezone", s.setZone)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
@@ -299,7 +300,8 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title 
 	if s.cfg.Notice != nil {
 		notice = s.cfg.Notice()
 	}
-	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, notice, view).Render(r.Context(), &buf); err != nil {
+	r = withZone(r)
+	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, notice, zoneOf(r.Context()), r.URL.RequestURI(), view).Render(r.Context(), &buf); err != nil {
 		s.log.Error("render page", "path", r.URL.Path, "error", err)
 		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
 		return

@@ -517,7 +517,7 @@ func taskView(m taskModel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = nextFireCell(m.Now, m.Task.NextFire).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = nextFireCell(m.Now, m.Task.NextFire, m.Task.Timezone).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -538,7 +538,7 @@ func taskView(m taskModel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = timeCell(m.Task.LastExecutedAt).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = zonedTime(m.Task.LastExecutedAt, m.Task.Timezone).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -559,7 +559,7 @@ func taskView(m taskModel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = timeCell(m.Task.Anchor).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = zonedTime(m.Task.Anchor, m.Task.Timezone).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -575,7 +575,7 @@ func taskView(m taskModel) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = timeCell(&m.Task.UpdatedAt).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = zonedTime(&m.Task.UpdatedAt, m.Task.Timezone).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -612,7 +612,7 @@ func taskView(m taskModel) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = timeCell(&t).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = zonedTime(&t, m.Task.Timezone).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -189,8 +189,15 @@ func (s *sheetWriter) start() error {
 		s.bw.WriteString(`<col min="` + n + `" max="` + n + `" width="` + strconv.Itoa(wd) + `" customWidth="1"/>`)
 	}
 	s.bw.WriteString("</cols><sheetData>")
+	// A date cell has no zone: the header of a column of times names it.
 	header := make([]cell, len(s.header))
 	for i, h := range s.header {
+		for _, row := range s.sample {
+			if i < len(row) && row[i].isTime() {
+				h += " (" + s.loc.String() + ")"
+				break
+			}
+		}
 		header[i] = text(h)
 	}
 	if err := s.writeRow(1, header, styleHeader); err != nil {
@@ -218,6 +225,9 @@ func (s *sheetWriter) widths() []int {
 			}
 		}
 		w := utf8.RuneCountInString(h) + 3 // the filter's button
+		if slices.ContainsFunc(s.sample, func(row []cell) bool { return i < len(row) && row[i].isTime() }) {
+			w += len(s.loc.String()) + 3 // the zone the header names
+		}
 		if len(lens) > 0 {
 			slices.Sort(lens)
 			w = max(w, lens[len(lens)*9/10]+2)

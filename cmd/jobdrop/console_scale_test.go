@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
@@ -53,6 +54,14 @@ func nightDataDir(t *testing.T, tasks, executions int, now time.Time) string {
 	}
 	t.Logf("filled %d tasks and %d executions in %s", tasks, executions, time.Since(started).Round(100*time.Millisecond))
 	return dir
+}
+
+// fillAndSubmit sets fields of the form sel selects and submits it, in one
+// step in the page, so that a live refresh cannot swap the form away
+// between the two.
+func fillAndSubmit(sel string, fields map[string]string) chromedp.Action[chromedp.Void] {
+	b, _ := json.Marshal(fields)
+	return waitJS(`((f, v) => { if (!f) return false; for (const k in v) f.elements[k].value = v[k]; f.requestSubmit(); return true })(document.querySelector(` + js(sel) + `), ` + string(b) + `)`)
 }
 
 // pageTotal is what the list's pager says it holds: "1,500 executions:
@@ -110,9 +119,7 @@ func TestConsoleInBrowserAtScale(t *testing.T) {
 	}
 	host := latest[0].Host
 	within(t, ctx, "filter the executions",
-		chromedp.SetValue(chromedp.CSS(`#execution-filters [name=host]`), host),
-		chromedp.SetValue(chromedp.CSS(`#execution-filters [name=from]`), "-1h"),
-		clickJS(`#execution-filters button[type=submit]`),
+		fillAndSubmit(`#execution-filters`, map[string]string{"host": host, "from": "-1h"}),
 		waitJS(`location.search === "?status=FAILED&host=`+host+`&from=-1h" && document.querySelector("#pager")`))
 	total := pageTotal(t, ctx)
 	var want []json.RawMessage
@@ -155,10 +162,12 @@ func TestConsoleInBrowserAtScale(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
 		clickJS(`#bulk button[data-action="Pause all"]`),
 		waitJS(`location.pathname === "/tasks" && document.querySelector("#tasks")`))
+	kafkatest.Eventually(t, 60*time.Second, "the bulk pause's action among the audit's", func() bool {
+		within(t, ctx, "the audit page", chromedp.Navigate(base+"/audit"), waitJS(`document.querySelector("#audit-filters")`))
+		return eval[bool](t, ctx, `!!document.querySelector('#audit-filters option[value="tasks.pause"]')`)
+	})
 	within(t, ctx, "the bulk pause's one event",
-		chromedp.Navigate(base+"/audit"),
-		chromedp.SetValue(chromedp.CSS(`#audit-filters [name=action]`), "tasks.pause"),
-		clickJS(`#audit-filters button[type=submit]`),
+		fillAndSubmit(`#audit-filters`, map[string]string{"action": "tasks.pause"}),
 		waitJS(`location.search === "?action=tasks.pause" && document.querySelector("#audit")`))
 	event := eval[[][]string](t, ctx, `[...document.querySelectorAll("#audit tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
 	if len(event) != 1 || event[0][1] != "otto" || event[0][3] != "/tasks?host=ops" || event[0][4] != "ok" ||
@@ -173,4 +182,26 @@ func TestConsoleInBrowserAtScale(t *testing.T) {
 		return pageTotal(t, ctx) == 20
 	})
 	screenshot(t, ctx, "audit-bulk")
+
+	// This browser is in Japan: times show there once asked, on every
+	// page after.
+	if _, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"}); err != nil {
+		t.Fatal(err)
+	}
+	firstTime := `document.querySelector("#executions tbody tr td:nth-child(3) time")`
+	within(t, ctx, "the failed executions in UTC",
+		chromedp.Navigate(base+"/executions?status=FAILED&host="+host),
+		waitJS(firstTime+` && `+firstTime+`.textContent.endsWith("Z")`))
+	instant := eval[string](t, ctx, firstTime+`.getAttribute("datetime")`)
+	within(t, ctx, "times in the browser's zone",
+		waitJS(`((s) => s ? (s.value = "local", s.dispatchEvent(new Event("change")), true) : false)(document.querySelector("#tz-select"))`),
+		waitJS(`document.querySelector("#tz-label") && document.querySelector("#tz-label").textContent.includes("Asia/Tokyo")`))
+	shownAt := eval[string](t, ctx, firstTime+`.textContent`)
+	at, err := time.Parse(time.RFC3339, shownAt)
+	if want, _ := time.Parse(time.RFC3339, instant); err != nil || !strings.HasSuffix(shownAt, "+09:00") || !at.Equal(want) {
+		t.Errorf("the first fire shows as %q in the browser's zone; want %s at +09:00", shownAt, instant)
+	}
+	within(t, ctx, "the dashboard in the browser's zone too",
+		chromedp.Navigate(base+"/"),
+		waitJS(`document.querySelector("#executions time") && document.querySelector("#executions time").textContent.endsWith("+09:00")`))
 }

@@ -251,7 +251,8 @@ const taskColumns = `t.key, t.host, t.name, t.topic, t.schedule, t.definition, t
 	CASE WHEN t.status = 'active' AND t.paused THEN 'paused' ELSE t.status END, t.updated_at,
 	(SELECT count(*) FROM executions e WHERE e.host = t.host AND e.name = t.name),
 	(SELECT max(e.scheduled_at) FROM executions e WHERE e.host = t.host AND e.name = t.name),
-	coalesce((SELECT f.fault FROM task_faults f WHERE f.key = t.key), '')`
+	coalesce((SELECT f.fault FROM task_faults f WHERE f.key = t.key), ''),
+	coalesce(json_extract(nullif(t.definition, ''), '$.timezone'), '')`
 
 func scanTask(s scanner) (storetype.Task, error) {
 	var t storetype.Task
@@ -259,7 +260,7 @@ func scanTask(s scanner) (storetype.Task, error) {
 	var updated int64
 	if err := s.Scan(&t.Key, &t.Host, &t.Name, &t.Topic, &t.Schedule, &t.Definition, &anchor, &next,
 		&t.FireCount, &last, &t.Batch, &t.SourceFile, &t.SourceRow, &t.Status, &updated,
-		&t.Executions, &lastExec, &t.Fault); err != nil {
+		&t.Executions, &lastExec, &t.Fault, &t.Timezone); err != nil {
 		return t, err
 	}
 	t.Paused = t.Status == storetype.TaskPaused
@@ -413,14 +414,15 @@ func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, erro
 }
 
 const executionColumns = `e.fire_id, e.host, e.name, e.topic, e.target_partition, e.target_offset, e.scheduled_at, e.fired_at,
-	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout`
+	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout,
+	coalesce((SELECT json_extract(nullif(t.definition, ''), '$.timezone') FROM tasks t WHERE t.key = e.host || '/' || e.name), '')`
 
 func scanExecution(s scanner) (storetype.Execution, error) {
 	var e storetype.Execution
 	var scheduled, fired, statusAt sql.NullInt64
 	var timeout int64
 	if err := s.Scan(&e.FireID, &e.Host, &e.Name, &e.Topic, &e.TargetPartition, &e.TargetOffset,
-		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout); err != nil {
+		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Timezone); err != nil {
 		return e, err
 	}
 	e.Timeout = time.Duration(timeout) * time.Millisecond

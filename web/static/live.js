@@ -47,6 +47,25 @@
     }
   }, true);
 
+  // The zone picker sends the browser's own zone, and takes effect as
+  // soon as a choice is made.
+  function zonePicker() {
+    var zone = document.getElementById("tz-browser");
+    if (zone && window.Intl) {
+      zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    }
+    var select = document.getElementById("tz-select");
+    if (select) {
+      select.addEventListener("change", function () { select.form.submit(); });
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", zonePicker);
+  } else {
+    zonePicker();
+  }
+
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);
   } else {

@@ -175,6 +175,9 @@ type Task struct {
 	// Empty otherwise.
 	Fault     string    `json:"fault,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Timezone is the IANA zone of the task's definition, if it names
+	// one (its cron and windows are read in it).
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // Live reports whether the engine holds the task: active or paused.
@@ -247,6 +250,9 @@ type Execution struct {
 	// Timeout is how long after its fire the execution may run without a
 	// final status; zero: no limit.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Timezone is the zone of its task's definition, when the task is
+	// known and names one.
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // Execution states: what the engine and workers recorded, and OVERDUE.
