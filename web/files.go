@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
@@ -77,4 +78,31 @@ func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.s.page(w, r, http.StatusOK, m.File.File, "files", fileView(m))
+}
+
+// fileCounts is what the files list says a recorded file injected, as
+// text: "—" where a number would mislead.
+type fileCounts struct {
+	Rows, Injected, Rejected, Invalid, Tasks string
+}
+
+// countsOf says what b injected. A file rejected whole had every row
+// rejected, its invalid ones said apart; a file that injected nothing
+// (rejected, held, or a duplicate whose original is not known here) made
+// no task; a duplicate was not read.
+func countsOf(b *storetype.Batch) fileCounts {
+	c := fileCounts{Rows: strconv.Itoa(b.Rows), Injected: strconv.Itoa(b.Accepted), Rejected: strconv.Itoa(b.Rejected), Tasks: strconv.Itoa(b.Tasks)}
+	switch b.Status {
+	case storetype.BatchInjected:
+	case storetype.BatchRejected:
+		c.Rejected, c.Tasks = strconv.Itoa(b.Rows), "—"
+		if b.Rejected < b.Rows {
+			c.Invalid = "(" + strconv.Itoa(b.Rejected) + " invalid)"
+		}
+	case storetype.BatchDuplicate:
+		c.Rows, c.Rejected, c.Tasks = "—", "—", "—"
+	default:
+		c.Tasks = "—"
+	}
+	return c
 }

@@ -71,15 +71,15 @@ func TestDashboard(t *testing.T) {
 
 	payroll, row := rowWith(t, doc, "files", "payroll.csv")
 	if got, want := payroll[1:7], []string{"inbox/finance", "injected", "5", "5", "0", "2"}; strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("payroll.csv row = %q, want folder, status, rows, accepted, rejected, tasks = %q", got, want)
+		t.Errorf("payroll.csv row = %q, want folder, status, rows, injected, rejected, tasks = %q", got, want)
 	}
 	if href := linkTo(t, row, "payroll.csv"); href != "/files/"+payrollID {
 		t.Errorf("file link = %q", href)
 	}
 	broken, _ := rowWith(t, doc, "files", "broken.csv")
-	// Rejected whole: its one valid row was not injected either.
-	if got, want := broken[2:6], []string{"rejected", "4", "0", "3"}; strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("broken.csv row = %q, want status, rows, accepted, rejected = %q", got, want)
+	// Rejected whole: its one valid row was rejected too.
+	if got, want := broken[2:7], []string{"rejected", "4", "0", "4 (3 invalid)", "—"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("broken.csv row = %q, want status, rows, injected, rejected, tasks = %q", got, want)
 	}
 
 	// The task name is shown as text, never run as a script.

@@ -288,7 +288,18 @@ func (a *applier) audit(r *kgo.Record) error {
 			return a.exec(`UPDATE arrivals SET status = 'failed', detail = ?, node = ?, updated_at = ?
 				WHERE id = ?`, ev.Detail, ev.Actor, at, ev.Batch.Arrival)
 		}
-		if err := a.exec(`DELETE FROM arrivals WHERE id = ?`, ev.Batch.Arrival); err != nil {
+		if ev.Action == record.ActionFileDuplicate {
+			// The file keeps a row of its own, a duplicate of the batch it
+			// repeats: counted only on that batch, it would vanish, and the
+			// batch's row would read as if this file had injected its rows.
+			if err := a.exec(`INSERT INTO arrivals (id, file, folder, status, node, detail, first_seen_at, updated_at, batch_id)
+				VALUES (?, ?, ?, 'duplicate', ?, ?, ?, ?, ?)
+				ON CONFLICT (id) DO UPDATE SET status = 'duplicate', node = excluded.node, detail = excluded.detail,
+					updated_at = excluded.updated_at, batch_id = excluded.batch_id`,
+				ev.Batch.Arrival, ev.Batch.File, ev.Batch.Folder, ev.Actor, ev.Detail, at, at, batchID); err != nil {
+				return err
+			}
+		} else if err := a.exec(`DELETE FROM arrivals WHERE id = ?`, ev.Batch.Arrival); err != nil {
 			return err
 		}
 	}
@@ -331,12 +342,19 @@ func (a *applier) audit(r *kgo.Record) error {
 	case record.ActionFileDuplicate:
 		// The original's status and counts stay; the batch only counts
 		// the sighting. The full story (which file, when) is the audit row.
+		// A file that came through a watched folder shows as a row of its
+		// own (above), so the original does not move up the list as if it
+		// had just come in again.
+		bump := "max(updated_at, excluded.updated_at)"
+		if b.Arrival != "" {
+			bump = "updated_at"
+		}
 		return a.exec(`INSERT INTO batches (id, file, folder, size, rows, rejected, status, errors, duplicates, last_duplicate_at, first_seen_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, 'duplicate', ?, 1, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET
 				duplicates = duplicates + 1,
 				last_duplicate_at = max(coalesce(last_duplicate_at, 0), excluded.last_duplicate_at),
-				updated_at = max(updated_at, excluded.updated_at)`,
+				updated_at = `+bump,
 			b.ID, b.File, b.Folder, b.Size, b.Rows, b.Rejected, strings.Join(b.Errors, "\n"), at, at, at)
 	}
 	return nil
@@ -352,7 +370,7 @@ func (a *applier) arrival(ev *record.Audit, at int64) error {
 	case record.ActionFileReceived:
 		return a.exec(`INSERT INTO arrivals (id, file, folder, status, node, detail, first_seen_at, updated_at)
 			VALUES (?, ?, ?, 'received', ?, '', ?, ?)
-			ON CONFLICT (id) DO UPDATE SET status = 'received', node = excluded.node, detail = '',
+			ON CONFLICT (id) DO UPDATE SET status = 'received', node = excluded.node, detail = '', batch_id = '',
 				first_seen_at = excluded.first_seen_at, updated_at = excluded.updated_at
 			WHERE status <> 'converting'`,
 			ar.ID, ar.File, ar.Folder, ev.Actor, at, at)
@@ -364,7 +382,7 @@ func (a *applier) arrival(ev *record.Audit, at int64) error {
 		return a.exec(`INSERT INTO arrivals (id, file, folder, status, node, detail, first_seen_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET status = excluded.status, node = excluded.node,
-				detail = excluded.detail, updated_at = excluded.updated_at`,
+				detail = excluded.detail, batch_id = '', updated_at = excluded.updated_at`,
 			ar.ID, ar.File, ar.Folder, status, ev.Actor, ev.Detail, at, at)
 	case record.ActionFileWithdrawn:
 		return a.exec(`DELETE FROM arrivals WHERE id = ? AND status = 'received'`, ar.ID)

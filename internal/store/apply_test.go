@@ -213,6 +213,8 @@ func TestApplyFollowsAFileFromArrivalToBatch(t *testing.T) {
 		return record.Audit{ID: "batch" + id, At: at, Actor: "watcher", Action: record.ActionFileInjected, Object: "jobs.csv",
 			Batch: &record.Batch{ID: id, File: "jobs.csv", Folder: "/in", Rows: 1, Arrival: ar.ID}}
 	}
+	again := record.Audit{ID: "again", At: t0 + 4, Actor: "watcher", Action: record.ActionFileDuplicate, Object: "jobs.csv",
+		Detail: "same content as a file injected before; nothing injected", Batch: &record.Batch{ID: "b0", File: "jobs.csv", Folder: "/in", Arrival: ar.ID}}
 	tooLarge := record.Audit{ID: "large", At: t0 + 5, Actor: "watcher", Action: record.ActionFileRejected, Object: "jobs.csv",
 		Detail: "file is 2.0 GiB, over the size limit", Batch: &record.Batch{File: "jobs.csv", Folder: "/in", Arrival: ar.ID}}
 	tests := []struct {
@@ -233,6 +235,10 @@ func TestApplyFollowsAFileFromArrivalToBatch(t *testing.T) {
 		{"received late from a second watcher", []record.Audit{
 			event(record.ActionFileConverting, t0+1, ""), event(record.ActionFileReceived, t0+2, ""),
 		}, "converting", ""},
+		{"a duplicate", []record.Audit{event(record.ActionFileReceived, t0, ""), event(record.ActionFileConverting, t0+1, ""), again},
+			"duplicate", "same content as a file injected before; nothing injected"},
+		{"a duplicate's name dropped again", []record.Audit{event(record.ActionFileConverting, t0+1, ""), again, event(record.ActionFileReceived, t0+5, "")},
+			"received", ""},
 		{"dropped again after a failure", []record.Audit{
 			event(record.ActionFileFailed, t0+1, "unreadable"), event(record.ActionFileReceived, t0+3, ""),
 		}, "received", ""},
@@ -259,6 +265,10 @@ func TestApplyFollowsAFileFromArrivalToBatch(t *testing.T) {
 			}
 			if len(got) != 1 || got[0].Status != tt.want || got[0].Detail != tt.detail || got[0].File != "jobs.csv" || got[0].Folder != "/in" {
 				t.Fatalf("arrivals = %+v, want one %s (%q)", got, tt.want, tt.detail)
+			}
+			// Only a duplicate names the batch it repeats.
+			if (tt.want == storetype.ArrivalDuplicate) != (got[0].Batch == "b0") {
+				t.Errorf("arrival %s names batch %q", got[0].Status, got[0].Batch)
 			}
 		})
 	}

@@ -116,16 +116,18 @@ func (s *Store) BatchByID(ctx context.Context, id string) (storetype.Batch, erro
 // over.
 const maxKept = 100
 
-// fileTable is every file of the files list: the batches recorded, and
-// the files on their way in.
-const fileTable = `(SELECT 'b' AS kind, id, file, folder, status, duplicates, first_seen_at, updated_at, '' AS node, '' AS detail FROM batches
-	UNION ALL SELECT 'a', id, file, folder, status, 0, first_seen_at, updated_at, node, detail FROM arrivals)`
+// fileTable is every file of the files list: the batches recorded, the
+// files on their way in, and the duplicates, each with the batch it
+// repeats (of).
+const fileTable = `(SELECT 'b' AS kind, id, file, folder, status, duplicates, first_seen_at, updated_at, '' AS node, '' AS detail, '' AS of FROM batches
+	UNION ALL SELECT 'a', id, file, folder, status, 0, first_seen_at, updated_at, node, detail, batch_id FROM arrivals)`
 
 // fileColumns reads a file of fileTable, joined with its batch.
 const fileColumns = `f.kind, f.id, f.file, f.folder, f.status, f.first_seen_at, f.updated_at, f.node, f.detail,
 	coalesce(b.size, 0), coalesce(b.rows, 0), coalesce(b.rejected, 0), coalesce(b.errors, ''), coalesce(b.duplicates, 0),
 	b.last_duplicate_at, CASE WHEN f.kind = 'b' THEN (SELECT count(*) FROM tasks t WHERE t.batch_id = f.id) ELSE 0 END,
-	b.added, b.changed, b.removed, b.unchanged, coalesce(b.diff, ''), coalesce(b.warnings, '')`
+	b.added, b.changed, b.removed, b.unchanged, coalesce(b.diff, ''), coalesce(b.warnings, ''),
+	f.of, coalesce((SELECT o.file FROM batches o WHERE f.of <> '' AND o.id = f.of), '')`
 
 // fileOrders are the orders of the files list.
 var fileOrders = map[string]order{
@@ -142,7 +144,7 @@ func scanFile(s scanner) (storetype.File, error) {
 	var lastDup, added, changed, removed, unchanged sql.NullInt64
 	if err := s.Scan(&kind, &b.ID, &b.File, &b.Folder, &b.Status, &first, &updated, &a.Node, &a.Detail,
 		&b.Size, &b.Rows, &b.Rejected, &errs, &b.Duplicates, &lastDup, &b.Tasks,
-		&added, &changed, &removed, &unchanged, &diff, &warnings); err != nil {
+		&added, &changed, &removed, &unchanged, &diff, &warnings, &a.Batch, &a.Original); err != nil {
 		return storetype.File{}, err
 	}
 	if kind == "a" {
@@ -214,20 +216,21 @@ func (s *Store) Files(ctx context.Context, f storetype.FileFilter) (storetype.Pa
 	return p, nil
 }
 
-// RecentArrivals returns the files on their way in and those that failed
-// before their content was recorded, newest first.
+// RecentArrivals returns the files on their way in, those that failed
+// before their content was recorded and the duplicates, newest first.
 func (s *Store) RecentArrivals(ctx context.Context, limit int) ([]storetype.Arrival, error) {
 	db, done := s.reader()
 	defer done()
-	rows, err := db.QueryContext(ctx, `SELECT id, file, folder, status, node, detail, first_seen_at, updated_at
-		FROM arrivals ORDER BY updated_at DESC, id LIMIT ?`, clampLimit(limit))
+	rows, err := db.QueryContext(ctx, `SELECT id, file, folder, status, node, detail, first_seen_at, updated_at, batch_id,
+		coalesce((SELECT o.file FROM batches o WHERE a.batch_id <> '' AND o.id = a.batch_id), '')
+		FROM arrivals a ORDER BY updated_at DESC, id LIMIT ?`, clampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("recent arrivals: %w", err)
 	}
 	return collect(rows, func(s scanner) (storetype.Arrival, error) {
 		var a storetype.Arrival
 		var first, updated int64
-		err := s.Scan(&a.ID, &a.File, &a.Folder, &a.Status, &a.Node, &a.Detail, &first, &updated)
+		err := s.Scan(&a.ID, &a.File, &a.Folder, &a.Status, &a.Node, &a.Detail, &first, &updated, &a.Batch, &a.Original)
 		a.FirstSeen, a.UpdatedAt = timeOf(first), timeOf(updated)
 		return a, err
 	}, "recent arrivals")

@@ -52,11 +52,16 @@ const (
 	// name, unreadable, too large, Kafka refused it) and was moved to
 	// failed/; Detail says why.
 	ArrivalFailed = "failed"
+	// ArrivalDuplicate: the file's content had been injected before, so
+	// nothing of it was injected; Batch names the batch it repeats. The
+	// row stays until a file of the same name arrives again.
+	ArrivalDuplicate = BatchDuplicate
 )
 
 // Arrival is a file on its way in: seen, being converted, or failed before
 // anything of its content was recorded. Once its batch is recorded the
-// file is a Batch and the arrival is gone.
+// file is a Batch and the arrival is gone, but for a duplicate: a file
+// whose batch was recorded before keeps its arrival, saying so.
 type Arrival struct {
 	ID        string    `json:"id"`
 	File      string    `json:"file"`
@@ -66,6 +71,11 @@ type Arrival struct {
 	Detail    string    `json:"detail,omitempty"`
 	FirstSeen time.Time `json:"firstSeen"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Batch is, for a duplicate, the id of the batch whose content it
+	// repeats, and Original that batch's file name ("" when the batch is
+	// not known here).
+	Batch    string `json:"batch,omitempty"`
+	Original string `json:"original,omitempty"`
 }
 
 // Batch is one dropped file, identified by the SHA-256 of its content.
