@@ -155,6 +155,28 @@ func (d *Definition) skipToLast(anchor, due, now int64, n int) int64 {
 	return ring[0]
 }
 
+// Occurrences counts the occurrences from one due at from to the one at
+// to, both included: how many missed occurrences a catch-up fire at to
+// stands for when Plan fired it in place of the one due at from. Like
+// Plan it walks at most 10·MaxMisfires of them.
+func (d *Definition) Occurrences(anchor, from, to int64) int {
+	if to < from {
+		return 0
+	}
+	if d.Frequency != nil && d.Cron == "" && d.Window == nil && d.calendarDays() == nil {
+		return int((to-from)/d.Frequency.Period().Milliseconds()) + 1
+	}
+	n := 1
+	for at := from; n < 10*MaxMisfires; {
+		next, ok := d.NextFire(anchor, at)
+		if !ok || next > to {
+			break
+		}
+		at, n = next, n+1
+	}
+	return n
+}
+
 // StartAfter is the instant a new task's first occurrence comes strictly
 // after, for a task anchored at anchor and accepted at accepted: a
 // repeating schedule goes on from its next occurrence (the ones before

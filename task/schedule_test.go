@@ -100,17 +100,20 @@ func TestPlanAppliesTheMisfirePolicy(t *testing.T) {
 		fire       string // "" when nothing fires
 		following  string
 		wantNoMore bool
+		// stands is how many occurrences the fire stands for, itself
+		// included: more than one for a catch-up that collapsed them.
+		stands int
 	}{
-		{"on time", tenMin(""), "2026-03-01T08:10:00Z", "2026-03-01T08:10:00.004Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false},
-		{"late within the threshold fires as scheduled", tenMin(Skip), "2026-03-01T08:10:00Z", "2026-03-01T08:10:04.9Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false},
-		{"FIRE_ONCE after an hour down: the latest missed, once", tenMin(""), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z", false},
-		{"FIRE_ONCE named", tenMin(FireOnce), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z", false},
-		{"FIRE_ALL replays from the first missed", tenMin(FireAll), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false},
-		{"FIRE_ALL bounded to the last 1000", tenMin(FireAll), "2026-03-01T08:10:00Z", "2026-04-01T08:00:00Z", "2026-03-25T09:30:00Z", "2026-03-25T09:40:00Z", false},
-		{"SKIP fires nothing and waits", tenMin(Skip), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "", "2026-03-01T09:20:00Z", false},
-		{"a one-shot missed still fires once", Definition{Start: &start, Misfire: FireAll}, "2026-03-01T08:00:00Z", "2026-03-02T08:00:00Z", "2026-03-01T08:00:00Z", "", true},
-		{"a one-shot missed with SKIP is dropped", Definition{Start: &start, Misfire: Skip}, "2026-03-01T08:00:00Z", "2026-03-02T08:00:00Z", "", "", true},
-		{"cron FIRE_ONCE", Definition{Cron: "0 * * * *", Start: &start}, "2026-03-01T09:00:00Z", "2026-03-01T12:30:00Z", "2026-03-01T12:00:00Z", "2026-03-01T13:00:00Z", false},
+		{"on time", tenMin(""), "2026-03-01T08:10:00Z", "2026-03-01T08:10:00.004Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false, 1},
+		{"late within the threshold fires as scheduled", tenMin(Skip), "2026-03-01T08:10:00Z", "2026-03-01T08:10:04.9Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false, 1},
+		{"FIRE_ONCE after an hour down: the latest missed, once", tenMin(""), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z", false, 7},
+		{"FIRE_ONCE named", tenMin(FireOnce), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T09:10:00Z", "2026-03-01T09:20:00Z", false, 7},
+		{"FIRE_ALL replays from the first missed", tenMin(FireAll), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "2026-03-01T08:10:00Z", "2026-03-01T08:20:00Z", false, 1},
+		{"FIRE_ALL bounded to the last 1000", tenMin(FireAll), "2026-03-01T08:10:00Z", "2026-04-01T08:00:00Z", "2026-03-25T09:30:00Z", "2026-03-25T09:40:00Z", false, 3465},
+		{"SKIP fires nothing and waits", tenMin(Skip), "2026-03-01T08:10:00Z", "2026-03-01T09:15:00Z", "", "2026-03-01T09:20:00Z", false, 0},
+		{"a one-shot missed still fires once", Definition{Start: &start, Misfire: FireAll}, "2026-03-01T08:00:00Z", "2026-03-02T08:00:00Z", "2026-03-01T08:00:00Z", "", true, 1},
+		{"a one-shot missed with SKIP is dropped", Definition{Start: &start, Misfire: Skip}, "2026-03-01T08:00:00Z", "2026-03-02T08:00:00Z", "", "", true, 0},
+		{"cron FIRE_ONCE", Definition{Cron: "0 * * * *", Start: &start}, "2026-03-01T09:00:00Z", "2026-03-01T12:30:00Z", "2026-03-01T12:00:00Z", "2026-03-01T13:00:00Z", false, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,6 +128,13 @@ func TestPlanAppliesTheMisfirePolicy(t *testing.T) {
 			}
 			if gotFire != c.fire || gotNext != c.following || more == c.wantNoMore {
 				t.Errorf("fire %q then %q, want %q then %q", gotFire, gotNext, c.fire, c.following)
+			}
+			stands := 0
+			if fires {
+				stands = c.def.Occurrences(start, ms(c.due), fire)
+			}
+			if stands != c.stands {
+				t.Errorf("the fire stands for %d occurrences, want %d", stands, c.stands)
 			}
 		})
 	}

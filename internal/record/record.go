@@ -32,6 +32,11 @@ const (
 	HeaderFireName      = "scheduler-name"
 	HeaderFireID        = "scheduler-fire-id"
 	HeaderFireScheduled = "scheduler-scheduled-at"
+	// HeaderFireCollapsed is set on a catch-up fire that stands for more
+	// than one missed occurrence: how many, itself included (FIRE_ONCE
+	// fires the latest of them once; FIRE_ALL drops those beyond
+	// task.MaxMisfires).
+	HeaderFireCollapsed = "scheduler-collapsed"
 )
 
 // HeaderEnd on a state tombstone says why the task ended.
@@ -136,6 +141,10 @@ type Execution struct {
 	// Timeout is the task's timeout in milliseconds: an execution with no
 	// final status by FiredAt+Timeout is overdue. Zero: no timeout.
 	Timeout int64 `json:"timeout,omitempty"`
+	// Collapsed is, for a catch-up fire that stands for more than one
+	// missed occurrence, how many it stands for, itself included (as
+	// HeaderFireCollapsed says on its event); zero otherwise.
+	Collapsed int `json:"collapsed,omitempty"`
 }
 
 // Execution statuses. FIRED is implied by the execution record; the others

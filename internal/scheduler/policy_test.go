@@ -2,10 +2,14 @@ package scheduler
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -35,7 +39,8 @@ func TestRestartAfter30sDownAppliesEachMisfirePolicy(t *testing.T) {
 	h.waitFired(jobs, 3+30+1+3)
 	b.stop()
 
-	got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs"))
+	fired := kafkatest.Drain(t, h.brokers, "jobs")
+	got := occurrences(t, fired)
 	sec := func(s ...int) []int64 {
 		var out []int64
 		for _, n := range s {
@@ -57,6 +62,41 @@ func TestRestartAfter30sDownAppliesEachMisfirePolicy(t *testing.T) {
 			t.Errorf("%s fired at %v, want %v", name, got[name], w)
 		}
 	}
+
+	// FIRE_ONCE's catch-up says it stands for the 30 occurrences missed
+	// (t0+2s … t0+31s), on its event and its execution; no other fire
+	// says anything of the kind.
+	collapsed := map[string]string{}
+	for _, r := range fired {
+		for _, hd := range r.Headers {
+			if hd.Key == record.HeaderFireCollapsed {
+				collapsed[string(r.Key)+" at "+headerValue(r, record.HeaderFireScheduled)] = string(hd.Value)
+			}
+		}
+	}
+	catchUp := "acme/FIRE_ONCE at " + strconv.FormatInt(t0.Add(31*time.Second).UnixMilli(), 10)
+	if fmt.Sprint(collapsed) != fmt.Sprint(map[string]string{catchUp: "30"}) {
+		t.Errorf("fired events with a %s header: %v, want only %s with 30", record.HeaderFireCollapsed, collapsed, catchUp)
+	}
+	executions := map[string]int{}
+	for _, x := range kafkatest.Decode[record.Execution](t, kafkatest.Drain(t, h.brokers, h.topics.Executions)) {
+		if x.Collapsed != 0 {
+			executions[x.Host+"/"+x.Name+" at "+strconv.FormatInt(x.ScheduledAt, 10)] = x.Collapsed
+		}
+	}
+	if fmt.Sprint(executions) != fmt.Sprint(map[string]int{catchUp: 30}) {
+		t.Errorf("executions that say they collapsed fires: %v, want only %s with 30", executions, catchUp)
+	}
+}
+
+// headerValue is the value of a record's header key, "" when it has none.
+func headerValue(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 func TestPauseResumeAndTrigger(t *testing.T) {

@@ -495,6 +495,9 @@ type fire struct {
 	before *before
 	// retried is the refused occurrence this fire attempts again.
 	retried *record.Fault
+	// collapsed is, for a catch-up fire standing for more than one missed
+	// occurrence, how many, itself included; zero otherwise.
+	collapsed int
 	// suspect marks a fire refused together with others of its target
 	// partition: it is written alone, to learn whether it is refused on
 	// its own.
@@ -577,6 +580,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		b := &before{slot: *s}
 		var at, following int64
 		var fire, more bool
+		stands := 1
 		if f, ok := t.fault(i); ok && !f.Paused {
 			// The refused occurrence again, with its own fire id: the
 			// task's later occurrences wait behind it.
@@ -586,10 +590,18 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 			t.setFault(i, nil)
 		} else {
 			at, fire, following, more = t.shape(i).Plan(s.anchor, s.nextFire, now)
+			if fire && at > s.nextFire {
+				// A catch-up in place of the occurrences missed since the
+				// one due: its event and execution say how many.
+				stands = t.shape(i).Occurrences(s.anchor, s.nextFire, at)
+			}
 		}
 		if fire {
 			f := r.newFire(ctx, i, key, data, at)
 			f.before, f.retried = b, b.fault
+			if stands > 1 {
+				f.collapsed = stands
+			}
 			c.fires = append(c.fires, f)
 			s.lastFire = at
 		}
@@ -711,7 +723,7 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 		d := f.shape
 		x := record.Execution{FireID: f.fireID, Host: d.Host, Name: f.name(), Topic: d.Topic,
 			Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.src.batch,
-			Timeout: d.Timeout}
+			Timeout: d.Timeout, Collapsed: f.collapsed}
 		if f.refused != nil {
 			x.Partition, x.Offset = -1, -1
 		}
@@ -760,7 +772,7 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 	d, name := f.shape, f.name()
 	v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
 		FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
-	return &kgo.Record{
+	rec := &kgo.Record{
 		Topic: d.Topic, Key: []byte(f.key), Value: v,
 		Headers: []kgo.RecordHeader{
 			{Key: record.HeaderFireHost, Value: []byte(d.Host)},
@@ -769,6 +781,10 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 			{Key: record.HeaderFireScheduled, Value: []byte(strconv.FormatInt(f.scheduled, 10))},
 		},
 	}
+	if f.collapsed > 0 {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireCollapsed, Value: []byte(strconv.Itoa(f.collapsed))})
+	}
+	return rec
 }
 
 // refusedOr is errRefused when err, the answer to a fired event, is its

@@ -500,20 +500,22 @@ func (a *applier) execution(r *kgo.Record) error {
 	// fires the occurrence (same fire id, an event written at last).
 	const retried = `excluded.target_offset >= 0 AND status = 'FAILED' AND status_worker = '` + engineWorker + `'
 		AND coalesce(status_at, 0) <= excluded.fired_at`
+	// A catch-up refused, then fired on a later attempt, is recorded again
+	// with no count of its own: it keeps the one it had.
 	return a.exec(`INSERT INTO executions (fire_id, host, name, topic, target_partition, target_offset,
-			scheduled_at, fired_at, batch_id, status, status_at, timeout)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?, ?)
+			scheduled_at, fired_at, batch_id, status, status_at, timeout, collapsed)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			target_partition = excluded.target_partition, target_offset = excluded.target_offset,
 			scheduled_at = excluded.scheduled_at, fired_at = excluded.fired_at, batch_id = excluded.batch_id,
-			timeout = excluded.timeout,
+			timeout = excluded.timeout, collapsed = max(collapsed, excluded.collapsed),
 			status = CASE WHEN `+retried+` THEN 'FIRED' ELSE status END,
 			status_message = CASE WHEN `+retried+` THEN '' ELSE status_message END,
 			status_worker = CASE WHEN `+retried+` THEN '' ELSE status_worker END,
 			status_at = CASE WHEN `+retried+` THEN excluded.status_at ELSE status_at END`,
 		ex.FireID, ex.Host, ex.Name, ex.Topic, ex.Partition, ex.Offset,
-		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt, max(ex.Timeout, 0))
+		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt, max(ex.Timeout, 0), max(ex.Collapsed, 0))
 }
 
 // engineWorker is the worker the engine names in the FAILED status it

@@ -417,7 +417,7 @@ func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, erro
 }
 
 const executionColumns = `e.fire_id, e.host, e.name, e.topic, e.target_partition, e.target_offset, e.scheduled_at, e.fired_at,
-	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout,
+	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout, e.collapsed,
 	coalesce((SELECT json_extract(nullif(t.definition, ''), '$.timezone') FROM tasks t WHERE t.key = e.host || '/' || e.name), '')`
 
 func scanExecution(s scanner) (storetype.Execution, error) {
@@ -425,7 +425,7 @@ func scanExecution(s scanner) (storetype.Execution, error) {
 	var scheduled, fired, statusAt sql.NullInt64
 	var timeout int64
 	if err := s.Scan(&e.FireID, &e.Host, &e.Name, &e.Topic, &e.TargetPartition, &e.TargetOffset,
-		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Timezone); err != nil {
+		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Collapsed, &e.Timezone); err != nil {
 		return e, err
 	}
 	e.Timeout = time.Duration(timeout) * time.Millisecond

@@ -263,6 +263,10 @@ type Execution struct {
 	// Timezone is the zone of its task's definition, when the task is
 	// known and names one.
 	Timezone string `json:"timezone,omitempty"`
+	// Collapsed is, for a catch-up fire standing for more than one missed
+	// occurrence (FIRE_ONCE after jobdrop was down), how many, itself
+	// included; zero otherwise.
+	Collapsed int `json:"collapsed,omitempty"`
 }
 
 // Execution states: what the engine and workers recorded, and OVERDUE.
