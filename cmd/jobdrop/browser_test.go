@@ -60,14 +60,16 @@ func within(t *testing.T, ctx context.Context, what string, steps ...chromedp.Ac
 }
 
 // waitJS waits until a JavaScript expression is truthy, across page
-// loads: an evaluation that fails while the page navigates is retried.
+// loads: an evaluation that fails while the page navigates is retried. It
+// waits for the page to be parsed whole, too: an element found while the
+// page still loads may sit above rows not yet there.
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		var last error
 		for {
-			ok, err := chromedp.Evaluate[bool]("Boolean("+expr+")")(ctx, t)
+			ok, err := chromedp.Evaluate[bool](`document.readyState !== "loading" && Boolean(`+expr+")")(ctx, t)
 			if err == nil && ok {
 				return nil
 			}

@@ -135,7 +135,7 @@ func TestConsoleInBrowserAtScale(t *testing.T) {
 		pages++
 		rows := eval[[][]string](t, ctx, `[...document.querySelectorAll("#executions tbody tr")].map(r => [...r.cells].map(c => c.textContent.trim()))`)
 		for _, r := range rows {
-			if !strings.HasPrefix(r[0], host+"/") || !strings.HasPrefix(r[3], "FAILED") {
+			if len(r) < 4 || !strings.HasPrefix(r[0], host+"/") || !strings.HasPrefix(r[3], "FAILED") {
 				t.Fatalf("page %d holds %q", pages, r)
 			}
 		}
