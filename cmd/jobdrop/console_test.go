@@ -251,16 +251,26 @@ func TestUploadDryRunShowsTasksAndInjectsNothing(t *testing.T) {
 	}
 }
 
+// TestHashPassword hashes at the lowest cost: cost 12, the default, takes
+// seconds under -race and proves nothing more.
 func TestHashPassword(t *testing.T) {
 	var out bytes.Buffer
-	if err := hashPassword(strings.NewReader("correct horse\n"), &out, nil); err != nil {
+	if err := hashPassword(strings.NewReader("correct horse\n"), &out, []string{"--cost", "4"}); err != nil {
 		t.Fatal(err)
 	}
 	hash := strings.TrimSpace(out.String())
 	if bcrypt.CompareHashAndPassword([]byte(hash), []byte("correct horse")) != nil {
 		t.Errorf("%q is not a hash of the password", hash)
 	}
-	if err := hashPassword(strings.NewReader("\n"), &out, nil); err == nil {
+	if cost, err := bcrypt.Cost([]byte(hash)); err != nil || cost != 4 {
+		t.Errorf("%q has cost %d (%v), want 4", hash, cost, err)
+	}
+	for _, args := range [][]string{{"--cost", "3"}, {"--cost", "32"}, {"correct horse"}} {
+		if err := hashPassword(strings.NewReader("correct horse\n"), &out, args); err == nil {
+			t.Errorf("hash-password %q: no error", args)
+		}
+	}
+	if err := hashPassword(strings.NewReader("\n"), &out, []string{"--cost", "4"}); err == nil {
 		t.Error("an empty password was hashed")
 	}
 }

@@ -30,7 +30,9 @@ Usage:
   jobdrop diff FILE --node URL [--folder DIR] [--name NAME] [--user NAME --password-file FILE] [--json]
                                                   what FILE would change of the tasks running
                                                   on a node (exit 0: nothing; 1: changes; 2: error)
-  jobdrop hash-password < PASSWORD-LINE          print the bcrypt hash for console.users
+  jobdrop hash-password [--cost N] < PASSWORD-LINE
+                                                  print the bcrypt hash for console.users
+                                                  (cost 12 unless --cost says otherwise)
 
 With no config file jobdrop keeps its data in ./data, watches ./inbox, serves
 the console on http://127.0.0.1:8080 and an embedded Kafka broker on
