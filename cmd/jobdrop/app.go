@@ -44,7 +44,9 @@ type started struct {
 // dbFile is the SQLite file inside the data dir.
 const dbFile = "jobdrop.db"
 
-// run wires every part of jobdrop and runs them until ctx is done.
+// run runs jobdrop until ctx is done, marking the run in the data dir
+// while it is on, so that the next start can tell it did not stop
+// cleanly.
 func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if h.clock == nil {
 		h.clock = clockwork.NewRealClock()
@@ -55,6 +57,22 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	if err := waitWritable(ctx, cfg.DataDir, log); err != nil {
 		return nil // shut down while waiting
 	}
+	unclean, err := markRunning(cfg.DataDir, h.clock.Now())
+	if err != nil {
+		log.Error("cannot mark the run in the data dir: should it not stop cleanly, the next start cannot say so", "error", err)
+	}
+	err = runNode(ctx, cfg, log, h, unclean)
+	// Not reached when the run panics: that is no clean stop either.
+	if merr := markStopped(cfg.DataDir); merr != nil {
+		log.Error("cannot remove the run's mark from the data dir: the next start will take this stop for an unclean one", "error", merr)
+	}
+	return err
+}
+
+// runNode wires every part of jobdrop and runs them until ctx is done.
+// unclean lists the starts of the runs before that did not stop cleanly,
+// for the audit trail.
+func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean []int64) error {
 	brokers := cfg.Kafka.Brokers
 	if len(brokers) == 0 {
 		b, err := kafka.StartEmbedded(filepath.Join(cfg.DataDir, "kafka"), cfg.Kafka.Embedded, log.With("component", "broker"))
@@ -187,6 +205,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 		return srv.Shutdown(shut)
 	})
 	g.Go(func() error {
+		if err := auditUnclean(ctx, inj, cfg.DataDir, cfg.Node, unclean, h.clock.Now()); err != nil && ctx.Err() == nil {
+			log.Error("unclean stop not audited; the next start tries again", "error", err)
+		}
 		// Files are deduplicated against the batches recorded so far: first
 		// let the recorder catch up with everything committed before us.
 		if err := startedAudit(ctx, inj, rec, cfg.Node, h.clock.Now()); err != nil {

@@ -208,6 +208,10 @@ const (
 	ActionAccessDenied = "access.denied"
 	// A node started, and had read everything committed before.
 	ActionNodeStarted = "node.started"
+	// A node found at its start that its run before did not stop cleanly
+	// (killed, crashed, or its machine went down): the detail says when
+	// that run started. Written before the start's own node.started.
+	ActionNodeUncleanStop = "node.unclean_stop"
 	// A console user logged in (or was refused: outcome rejected) or out.
 	ActionLogin  = "user.login"
 	ActionLogout = "user.logout"
