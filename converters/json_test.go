@@ -49,7 +49,7 @@ func (r *jsonRowsReader) Read(p []byte) (int, error) {
 
 func TestJSONStreams(t *testing.T) {
 	rows := 100_000 // about 16 MB of JSON
-	if testing.Short() {
+	if testing.Short() || raceDetector {
 		rows = 50_000
 	}
 	for _, lines := range []bool{false, true} {
