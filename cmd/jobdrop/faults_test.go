@@ -28,7 +28,7 @@ import (
 // during files of 100,000 rows.
 var (
 	killPoints = flag.Int("kill-points", 3, "kill -9 points per broker kind in TestKillNineMidInjectionLosesNothing")
-	killRows   = flag.Int("kill-rows", 20_000, "rows of each file injected while jobdrop is killed")
+	killRows   = flag.Int("kill-rows", 10_000, "rows of each file injected while jobdrop is killed")
 	killSeed   = flag.Uint64("kill-seed", 0, "seed of the kill points (0: from the clock; the test logs it)")
 )
 
