@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,9 +144,13 @@ func (s *Server) downloadErrors(w http.ResponseWriter, r *http.Request) {
 
 // previewRow is one row of an upload's dry run.
 type previewRow struct {
-	Line      int
-	Key       string
-	Action    string
+	Line   int
+	Key    string
+	Action string
+	// Effect is what the row would do to its task against what runs now
+	// ("adds it", "changes it", "unchanged", …), once the file was
+	// compared; empty when it could not be.
+	Effect    string
 	Topic     string
 	Schedule  string
 	NextFires []time.Time
@@ -399,6 +404,7 @@ func (s *Server) dryRun(r *http.Request, staged string, m *uploadModel) {
 			return
 		}
 		m.Diff, m.DiffLines = &d, lines[:min(len(lines), maxPreviewRows)]
+		effects(m.Rows, d, lines)
 		m.Message = fmt.Sprintf("Against what runs now: %d added, %d changed, %d removed, %d unchanged. Nothing was injected.",
 			d.Added, d.Changed, d.Removed, d.Unchanged)
 		if d.Held != "" {
@@ -433,6 +439,44 @@ func (s *Server) dryRun(r *http.Request, staged string, m *uploadModel) {
 	case m.Bad > 0:
 		m.Problem = fmt.Sprintf("%d of %d rows are invalid: the file would be rejected whole.", m.Bad, total)
 	default:
-		m.Message = fmt.Sprintf("%d tasks would be created or changed. Nothing was injected.", total)
+		// Only the comparison with what runs now, deferred above, can
+		// say whether a valid row creates, changes or leaves a task.
+		m.Message = fmt.Sprintf("%d valid rows. Nothing was injected.", total)
+	}
+}
+
+// effects says of each row what it would do to its task, from the lines of
+// a diff: "row N: + …" adds it, "~" changes it, "-" deletes it. A row
+// with no line is unchanged, when the lines hold every change; a TRIGGER
+// row fires its task, whatever the diff counts it as.
+func effects(rows []previewRow, d record.Diff, lines []string) {
+	byRow := map[int]string{}
+	for _, l := range lines {
+		n, rest, ok := strings.Cut(strings.TrimPrefix(l, "row "), ": ")
+		line, err := strconv.Atoi(n)
+		if !ok || err != nil || !strings.HasPrefix(l, "row ") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(rest, "+"):
+			byRow[line] = "adds it"
+		case strings.HasPrefix(rest, "~"):
+			byRow[line] = "changes it"
+		case strings.HasPrefix(rest, "-"):
+			byRow[line] = "deletes it"
+		}
+	}
+	whole := len(lines) >= d.Added+d.Changed+d.Removed
+	for i := range rows {
+		r := &rows[i]
+		switch {
+		case r.Err != "":
+		case r.Action == string(task.Trigger):
+			r.Effect = "fires it now"
+		case byRow[r.Line] != "":
+			r.Effect = byRow[r.Line]
+		case whole:
+			r.Effect = "unchanged"
+		}
 	}
 }
