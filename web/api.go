@@ -127,11 +127,17 @@ func nonNil[T any](v []T) []T {
 	return v
 }
 
+// apiActivity answers the last hour's counts and the charts of the last
+// hours (see activityAnswer).
 func (s *Server) apiActivity(w http.ResponseWriter, r *http.Request) {
 	a, err := s.src.ActivitySince(r.Context(), s.now().Add(-time.Hour))
 	if err != nil {
 		s.apiFail(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, a)
+	answer := activityAnswer{Activity: a}
+	if _, c := s.glance.last(); c != nil {
+		answer.Chart = &chartAnswer{ComputedAt: c.Computed, ActivityChart: c.ActivityChart}
+	}
+	s.writeJSON(w, r, answer)
 }

@@ -12,7 +12,8 @@ import (
 
 // dashboardModel is what the dashboard shows: first what needs someone
 // (files held or failed, tasks held back, executions failed or overdue),
-// then counts, the latest files, the tasks due soonest and the latest
+// then counts, what fires in the next 24 hours and what happened in the
+// last hours, the latest files, the tasks due soonest and the latest
 // executions.
 type dashboardModel struct {
 	Now        time.Time
@@ -24,6 +25,7 @@ type dashboardModel struct {
 	Executions []storetype.Execution
 	Hour       storetype.Activity
 	Folders    []folderRow
+	Glance     glanceModel
 }
 
 // FolderQueue is how the files of one watched folder drain: what the
@@ -78,6 +80,11 @@ func (h dashboardHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	limit := min(h.s.cfg.ListLimit, 20)
 	m := dashboardModel{Now: h.s.now(), Folders: h.s.folderRows()}
 	var err error
+	if m.Glance.By, err = byParam(r); err != nil {
+		h.s.badRequest(w, r, err.Error())
+		return
+	}
+	m.Glance.Timeline, m.Glance.Chart = h.s.glance.last()
 	// To the second: the counts' links filter the lists from the moment
 	// the counts began.
 	if m.Hour, err = h.s.src.ActivitySince(ctx, m.Now.Add(-time.Hour).Truncate(time.Second)); err != nil {

@@ -40,7 +40,8 @@ const keepAlive = 25 * time.Second
 const coalesce = 200 * time.Millisecond
 
 // serveEvents is /events: a server-sent event stream that says "changed"
-// after every commit the recorder applies. It lasts past the server's
+// after every commit the recorder applies, and when the dashboard's
+// timeline and charts are computed anew. It lasts past the server's
 // read and write timeouts: each write has a deadline of its own (see
 // streaming).
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +67,9 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	var last time.Time
 	for {
 		changed := s.events.changes()
+		// A new timeline or chart on the dashboard is a change too.
+		computed := s.glance.next()
+		tell := false
 		select {
 		case <-r.Context().Done():
 			return
@@ -75,7 +79,12 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			if _, err := w.Write([]byte(": ping\n\n")); err != nil {
 				return
 			}
+		case <-computed:
+			tell = true
 		case <-changed:
+			tell = true
+		}
+		if tell {
 			if wait := coalesce - time.Since(last); wait > 0 {
 				t := time.NewTimer(wait)
 				select {

@@ -46,6 +46,8 @@ type Source interface {
 	EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error
 	AuditActions(ctx context.Context) ([]string, error)
 	ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error)
+	ActivityChart(ctx context.Context, from, to time.Time, step time.Duration) (storetype.ActivityChart, error)
+	TaskSchedules(ctx context.Context, before time.Time, fn func(storetype.TaskSchedule) error) error
 }
 
 // Config tunes the console.
@@ -163,6 +165,8 @@ type Server struct {
 	hostRefusals rate.Sometimes
 	// dryRuns bounds the dry runs that run at once.
 	dryRuns *semaphore.Weighted
+	// glance holds the dashboard's timeline and charts; see Run.
+	glance glance
 }
 
 // New validates cfg, applies its defaults and builds the routes.
@@ -256,6 +260,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("POST /api/files/{id}/apply", s.decideHeld(true))
 	mux.HandleFunc("POST /api/files/{id}/reject", s.decideHeld(false))
 	mux.HandleFunc("GET /api/activity", s.apiActivity)
+	mux.HandleFunc("GET /api/timeline", s.apiTimeline)
 	mux.HandleFunc("POST /settings/timezone", s.setZone)
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)

@@ -192,6 +192,9 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return rec.Run(ctx) })
 	g.Go(func() error { return eng.Run(ctx) })
+	// The dashboard's timeline of the next 24 hours and its charts of the
+	// last hours, computed in the background.
+	g.Go(func() error { return console.Run(ctx) })
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("console: %w", err)

@@ -99,9 +99,24 @@ func TestConsoleInBrowserAtScale(t *testing.T) {
 	base := in.console
 	login(t, ctx, base, "otto", "/")
 
+	// What comes next and what happened, at a glance: computed in the
+	// background, they come to the open dashboard by themselves, and say
+	// in words what they draw.
+	took := time.Now()
+	within(t, ctx, "the timeline and the charts on the open dashboard",
+		waitJS(`document.querySelector("#timeline-summary") && document.querySelector("#activity-summary")`))
+	t.Logf("the timeline and the charts came to the open dashboard %s after the login", time.Since(took).Round(time.Millisecond))
+	checkGlance(t, ctx, in, "host")
+	within(t, ctx, "the timeline by topic",
+		clickJS(`#next-day nav a[href="/?by=topic"]`),
+		waitJS(`location.search === "?by=topic" && document.querySelector("#timeline-summary")`))
+	checkGlance(t, ctx, in, "topic")
+	within(t, ctx, "back to the dashboard", chromedp.Navigate(base+"/"), waitJS(`document.querySelector("#timeline-summary")`))
+	screenshot(t, ctx, "dashboard-at-scale")
+
 	// A dashboard count leads to a list of as many.
 	failed := eval[string](t, ctx, `document.querySelector("#executions-failed").textContent`)
-	took := time.Now()
+	took = time.Now()
 	within(t, ctx, "the failed count to its list",
 		clickJS(`#executions-failed`),
 		waitJS(`location.pathname === "/executions" && location.search === "?status=FAILED" && document.querySelector("#pager")`))
@@ -204,4 +219,66 @@ func TestConsoleInBrowserAtScale(t *testing.T) {
 	within(t, ctx, "the dashboard in the browser's zone too",
 		chromedp.Navigate(base+"/"),
 		waitJS(`document.querySelector("#executions time") && document.querySelector("#executions time").textContent.endsWith("+09:00")`))
+}
+
+// checkGlance checks the dashboard's timeline by by (host or topic) and
+// its charts of the last hours, as the open page shows them, against the
+// API: the figures in words, the charts titled and described.
+func checkGlance(t *testing.T, ctx context.Context, in *instance, by string) {
+	t.Helper()
+	type timeline struct {
+		ComputedAt time.Time `json:"computedAt"`
+		Tasks      int       `json:"tasks"`
+		Fires      int       `json:"fires"`
+		Busiest    struct {
+			At     time.Time `json:"at"`
+			Groups []struct {
+				Name string `json:"name"`
+			} `json:"groups"`
+		} `json:"busiest"`
+		Groups []struct {
+			Name string `json:"name"`
+		} `json:"groups"`
+	}
+	// The page and the API must show the same computation: it is made
+	// again every minute, and after changes.
+	var tl timeline
+	var summary string
+	kafkatest.Eventually(t, 3*time.Minute, "the dashboard and /api/timeline showing the same computation", func() bool {
+		if code, body := in.call("GET", "/api/timeline?by="+by, "vera", ""); code != 200 || json.Unmarshal([]byte(body), &tl) != nil {
+			t.Fatalf("/api/timeline?by=%s: %d %s", by, code, body)
+		}
+		shown := eval[string](t, ctx, `((e) => e ? e.getAttribute("datetime") : "")(document.querySelector("#timeline-computed time"))`)
+		summary = strings.ReplaceAll(eval[string](t, ctx, `document.querySelector("#timeline-summary").textContent`), ",", "")
+		at, err := time.Parse(time.RFC3339, shown)
+		return err == nil && at.Equal(tl.ComputedAt.Truncate(time.Second))
+	})
+	for _, want := range []string{
+		strconv.Itoa(tl.Fires) + " fires of " + strconv.Itoa(tl.Tasks) + " tasks in the next 24 hours",
+		"Busiest minute " + tl.Busiest.At.UTC().Format("15:04") + " UTC: ",
+		"(" + by + " " + tl.Busiest.Groups[0].Name + ": ",
+	} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("by %s the timeline says %q; want %q in it", by, summary, want)
+		}
+	}
+	if desc := strings.ReplaceAll(eval[string](t, ctx, `document.querySelector("#timeline-desc").textContent`), ",", ""); desc != summary {
+		t.Errorf("by %s the timeline's chart is described as %q, and says %q beside it", by, desc, summary)
+	}
+	for _, id := range []string{"timeline", "chart-fires", "chart-failures", "chart-lateness"} {
+		title := eval[string](t, ctx, `((s) => s && s.getAttribute("role") === "img" ? s.querySelector("title").textContent : "")(document.querySelector("#`+id+` svg"))`)
+		desc := eval[string](t, ctx, `((s) => s ? s.querySelector("desc").textContent : "")(document.querySelector("#`+id+` svg"))`)
+		if title == "" || desc == "" {
+			t.Errorf("by %s the chart %s has title %q and description %q", by, id, title, desc)
+		}
+	}
+	if rows := eval[int](t, ctx, `document.querySelectorAll("#timeline svg g.row").length`); rows < 1+min(len(tl.Groups), 8) {
+		t.Errorf("by %s the timeline draws %d rows for %d %ss", by, rows, len(tl.Groups), by)
+	}
+	words := eval[string](t, ctx, `document.querySelector("#activity-summary").textContent`)
+	if !strings.Contains(words, " executions, ") || !strings.Contains(words, " failed (") || !strings.Contains(words, "Lateness: median ") {
+		t.Errorf("the charts of the last hours say %q", words)
+	}
+	answered := eval[float64](t, ctx, `((n) => n.responseEnd - n.requestStart)(performance.getEntriesByType("navigation")[0])`)
+	t.Logf("the dashboard by %s answered in %.0f ms: %s", by, answered, summary)
 }
