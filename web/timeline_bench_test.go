@@ -114,6 +114,20 @@ func BenchmarkGlance(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/refresh")
+		// Of which the timeline (tasks read and fires counted), as the
+		// last one says; the rest is the charts.
+		var a struct {
+			TookMs float64 `json:"tookMs"`
+			Tasks  int     `json:"tasks"`
+			Fires  int     `json:"fires"`
+		}
+		w := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/timeline", nil))
+		if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || a.Tasks != *glanceTasks {
+			b.Fatalf("/api/timeline: %v, %d tasks firing of %d: %s", err, a.Tasks, *glanceTasks, w.Body.String()[:min(w.Body.Len(), 300)])
+		}
+		b.ReportMetric(a.TookMs, "ms/timeline")
+		b.ReportMetric(float64(a.Fires), "fires")
 	})
 	get := func(path string) {
 		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
