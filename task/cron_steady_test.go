@@ -15,11 +15,12 @@ import (
 func TestCronNextSteadyAgreesWithTheSearchAcrossChanges(t *testing.T) {
 	exprs := []string{"* * * * *", "*/5 * * * *", "0 * * * *", "30 2 * * *", "0,30 2 * * *", "15 1 * * *",
 		"*/30 1 * * *", "0 9 31 * *", "0 0 29 2 *", "0 8 * * 1-5", "*/20 * * * * *", "@daily", "@hourly"}
+	frequent := map[string]bool{"* * * * *": true, "*/5 * * * *": true, "*/20 * * * * *": true}
 	zones := []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "Pacific/Apia"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	from := time.Date(2011, 6, 1, 0, 0, 0, 0, time.UTC)
 	var afters []time.Time
-	for range 8 {
+	for range 6 {
 		afters = append(afters, from.Add(time.Duration(rng.Int64N(int64(2*365*24*time.Hour)))).Truncate(time.Second))
 	}
 	answered := 0
@@ -29,6 +30,7 @@ func TestCronNextSteadyAgreesWithTheSearchAcrossChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		times := append([]time.Time(nil), afters...)
+		random := len(times)
 		// Every hour around the edge of the margin before and after each
 		// change of the two years: the steady path answers from one side
 		// of it.
@@ -44,7 +46,14 @@ func TestCronNextSteadyAgreesWithTheSearchAcrossChanges(t *testing.T) {
 			at = end
 		}
 		for _, expr := range exprs {
-			for _, after := range times {
+			for i, after := range times {
+				if frequent[expr] && (i >= random || i >= 2) {
+					// These take the search across changes long (it weighs
+					// every matching time of six hours): twice each, far
+					// from changes; near them, the entries of fixed times
+					// and of every hour weigh the changes.
+					continue
+				}
 				next, ok, sure := cronNextSteady(expr, loc, after)
 				if !sure {
 					continue
