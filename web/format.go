@@ -152,3 +152,40 @@ func diffClass(line string) string {
 	}
 	return ""
 }
+
+// pathParts cuts a word longer than a short path after each slash but
+// those of "://", and a piece still that long after each dot too:
+// "s3://bucket/2026/11/x.parquet" is "s3://bucket/", "2026/", "11/",
+// "x.parquet". Shorter words come whole.
+func pathParts(w string) []string {
+	if len(w) <= shortWord {
+		return []string{w}
+	}
+	var parts []string
+	for _, p := range cutAfter(w, func(i int) bool {
+		return w[i] == '/' && w[i+1] != '/' && (i == 0 || w[i-1] != ':' && w[i-1] != '/')
+	}) {
+		if len(p) <= shortWord {
+			parts = append(parts, p)
+			continue
+		}
+		parts = append(parts, cutAfter(p, func(i int) bool { return p[i] == '.' })...)
+	}
+	return parts
+}
+
+// shortWord is as long as a word of prose comes whole.
+const shortWord = 24
+
+// cutAfter cuts s after each byte i (but its last) that at says to.
+func cutAfter(s string, at func(i int) bool) []string {
+	var parts []string
+	start := 0
+	for i := 0; i < len(s)-1; i++ {
+		if at(i) {
+			parts = append(parts, s[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -39,6 +40,21 @@ func TestTaskURL(t *testing.T) {
 	for _, tt := range tests {
 		if got := taskURL(tt.key); got != tt.want {
 			t.Errorf("taskURL(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestPathPartsFoldLongPathsAfterSlashesAndDots(t *testing.T) {
+	for _, tc := range []struct{ word, want string }{
+		{"exported", "[exported]"},
+		{"/srv/inbox/a.csv", "[/srv/inbox/a.csv]"},
+		{"s3://finance-reports-eu/2026/11/ledger.parquet", "[s3://finance-reports-eu/ 2026/ 11/ ledger.parquet]"},
+		{"postgres://ledger-replica-03.internal.example.com:5432/ledger", "[postgres://ledger-replica-03. internal. example. com:5432/ ledger]"},
+		{"ledger-replica-03.internal.example.com", "[ledger-replica-03. internal. example. com]"},
+		{"/tmp/TestConsoleLayoutHolds3832251025/002/inbox", "[/ tmp/ TestConsoleLayoutHolds3832251025/ 002/ inbox]"},
+	} {
+		if got := fmt.Sprint(pathParts(tc.word)); got != tc.want {
+			t.Errorf("pathParts(%q) = %s, want %s", tc.word, got, tc.want)
 		}
 	}
 }

@@ -143,10 +143,19 @@ func byID(t *testing.T, doc *html.Node, id string) *html.Node {
 	return found[0]
 }
 
-// text is what a person reads in n: its text, whitespace collapsed.
+// text is what a person reads in n: its text, whitespace collapsed. A
+// wbr, where a long word may fold, joins the text around it.
 func text(n *html.Node) string {
 	var b strings.Builder
-	for _, t := range findAll(n, func(n *html.Node) bool { return n.Type == html.TextNode }) {
+	for _, t := range findAll(n, func(n *html.Node) bool {
+		return n.Type == html.TextNode || n.Type == html.ElementNode && n.Data == "wbr"
+	}) {
+		if t.Type == html.ElementNode {
+			joined := strings.TrimSuffix(b.String(), " ")
+			b.Reset()
+			b.WriteString(joined)
+			continue
+		}
 		b.WriteString(t.Data)
 		b.WriteString(" ")
 	}
