@@ -258,7 +258,8 @@ type Execution struct {
 	Worker        string     `json:"worker,omitempty"`
 	StatusAt      *time.Time `json:"statusAt,omitempty"`
 	// Timeout is how long after its fire the execution may run without a
-	// final status; zero: no limit.
+	// final status; zero: no limit. Its JSON is in milliseconds, as the
+	// task's definition says it (see MarshalJSON).
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// Timezone is the zone of its task's definition, when the task is
 	// known and names one.
@@ -267,6 +268,32 @@ type Execution struct {
 	// occurrence (FIRE_ONCE after jobdrop was down), how many, itself
 	// included; zero otherwise.
 	Collapsed int `json:"collapsed,omitempty"`
+}
+
+// executionJSON is an Execution as JSON: its timeout in milliseconds.
+type executionJSON struct {
+	plainExecution
+	Timeout int64 `json:"timeout,omitempty"`
+}
+
+// plainExecution is Execution without its JSON methods.
+type plainExecution Execution
+
+// MarshalJSON writes Timeout in milliseconds, as the task's definition
+// says it, not in a Go duration's nanoseconds.
+func (e Execution) MarshalJSON() ([]byte, error) {
+	return json.Marshal(executionJSON{plainExecution(e), e.Timeout.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Execution) UnmarshalJSON(b []byte) error {
+	var v executionJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*e = Execution(v.plainExecution)
+	e.Timeout = time.Duration(v.Timeout) * time.Millisecond
+	return nil
 }
 
 // Execution states: what the engine and workers recorded, and OVERDUE.
