@@ -416,7 +416,7 @@ func isAPI(path string) bool {
 // or 429 or 503 when their password could not be checked.
 func (s *Server) requireLogin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") || opsPaths[r.URL.Path] {
+		if r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/") || opsPaths[r.URL.Path] || r.URL.Path == openAPIPath {
 			next.ServeHTTP(w, r)
 			return
 		}

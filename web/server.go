@@ -167,6 +167,8 @@ type Server struct {
 	dryRuns *semaphore.Weighted
 	// glance holds the dashboard's timeline and charts; see Run.
 	glance glance
+	// routes are the routes registered; see Routes.
+	routes *routes
 }
 
 // New validates cfg, applies its defaults and builds the routes.
@@ -217,7 +219,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 
-	mux := http.NewServeMux()
+	mux := s.newRoutes()
 	mux.Handle("GET /{$}", dashboardHandler{s})
 	mux.Handle("GET /files", filesHandler{s})
 	mux.Handle("GET /files/{id}", fileHandler{s})
@@ -265,6 +267,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET "+openAPIPath, s.serveOpenAPI)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
 	})

@@ -39,6 +39,8 @@ type hooks struct {
 type started struct {
 	brokers []string
 	console string // base URL
+	// routes are the patterns the console serves (web.Server.Routes).
+	routes []string
 }
 
 // dbFile is the SQLite file inside the data dir.
@@ -186,7 +188,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	url := "http://" + ln.Addr().String()
 	log.Info("console listening", "url", url)
 	if h.started != nil {
-		h.started(started{brokers: brokers, console: url})
+		h.started(started{brokers: brokers, console: url, routes: console.Routes()})
 	}
 
 	g, ctx := errgroup.WithContext(ctx)

@@ -31,7 +31,9 @@ type instance struct {
 	clock   *clockwork.FakeClock
 	brokers []string
 	console string
-	stop    func()
+	// routes are the patterns the console serves.
+	routes []string
+	stop   func()
 	// logs holds the warnings and errors the run logged, as text.
 	logs *logBuffer
 }
@@ -92,7 +94,7 @@ func startInstanceEnv(t testing.TB, env []string, brokers ...string) *instance {
 	go func() { done <- run(ctx, cfg, log, hooks{clock: in.clock, started: func(s started) { up <- s }}) }()
 	select {
 	case s := <-up:
-		in.brokers, in.console = s.brokers, s.console
+		in.brokers, in.console, in.routes = s.brokers, s.console, s.routes
 	case err := <-done:
 		t.Fatalf("run ended before listening: %v", err)
 	}

@@ -1,0 +1,875 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
+	liberrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/paths"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/watcher"
+)
+
+// contract is the console's OpenAPI document, as the node serves it, and
+// what a test did with it: every exchange is validated against it, and
+// each operation and answer it describes is counted as exercised.
+type contract struct {
+	t     *testing.T
+	in    *instance
+	model *v3.Document
+	v     validator.Validator
+	opts  *config.ValidationOptions
+	// raw is the document as plain JSON, for what the model does not
+	// say simply: the x-jobdrop extensions, and which answers are shared
+	// components.
+	raw openAPIRaw
+	// ops are the documented operations by "METHOD /path".
+	ops map[string]*documented
+	// fallbacks are the documented catch-all routes, by route.
+	fallbacks map[string]fallback
+	// exchanges counts the answers validated.
+	exchanges int
+}
+
+// openAPIRaw is what the test reads of the document as JSON.
+type openAPIRaw struct {
+	Paths     map[string]map[string]json.RawMessage `json:"paths"`
+	Fallbacks []fallback                            `json:"x-jobdrop-fallbacks"`
+}
+
+// fallback is a catch-all route the document describes apart from its
+// operations: OpenAPI paths have no prefix patterns.
+type fallback struct {
+	Route    string `json:"route"`
+	Status   int    `json:"status"`
+	Response string `json:"response"`
+	seen     bool
+}
+
+// documented is one operation of the document and what the test saw of
+// it.
+type documented struct {
+	key   string
+	route string
+	role  string
+	// shared maps a status to the component its answer refers to, when it
+	// does; answers of a few generic components count as exercised once
+	// seen on any operation (see genericAnswers).
+	shared map[string]string
+	// statuses are the documented statuses; seen those answered.
+	statuses []string
+	seen     map[string]bool
+	// answeredTo holds the roles of the users whose request was let in
+	// (neither 401, 403 nor 429), and refused those answered 403 for
+	// their role.
+	answeredTo, refused map[string]bool
+}
+
+// genericAnswers are the shared answers that any operation may give for a
+// reason of the whole console, not of its own: seen once, on any
+// operation, they count for all.
+var genericAnswers = map[string]bool{
+	"#/components/responses/Unauthorized":    true,
+	"#/components/responses/TooManyAttempts": true,
+	"#/components/responses/Forbidden":       true,
+	"#/components/responses/Unavailable":     true,
+	"#/components/responses/TooLarge":        true,
+	"#/components/responses/LoginRedirect":   true,
+}
+
+// unprovoked are the documented answers this test does not bring about,
+// each with why. Any other answer not seen fails the test.
+var unprovoked = map[string]string{
+	"#/components/responses/Unavailable": "Kafka refusing a command, a read-only console or a password check waiting its turn: the faults tests cover those",
+	"GET /readyz 503":                    "the node is ready before the test asks; TestReadiness covers the checks",
+	"GET /metrics 404":                   "a node always serves metrics; only a console built without them answers 404",
+	"POST /api/diff 503":                 "two dry runs at once, or a node watching no folder",
+	"POST /upload 503":                   "two dry runs at once, or a node watching no folder",
+	"POST /api/tasks/{action} 409":       "a live task whose definition the console does not hold: not made by any path a client has",
+	"GET /api/timeline 503":              "before the first computation only, which a node starts as it starts",
+}
+
+// roles are the console users of consoleUsers, by name.
+var roles = map[string]string{"vera": "viewer", "otto": "operator", "ada": "admin"}
+
+// roleOrder ranks the roles.
+var roleOrder = []string{"viewer", "operator", "admin"}
+
+// loadContract reads the document the node serves, checks that it is
+// valid OpenAPI 3.1, that it describes every route the console registers
+// and no other, and makes the validator.
+func loadContract(t *testing.T, in *instance) *contract {
+	t.Helper()
+	resp, err := http.Get(in.console + "/api/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /api/openapi.json without login = %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	doc, err := libopenapi.NewDocument(body)
+	if err != nil {
+		t.Fatalf("the OpenAPI document does not parse: %v", err)
+	}
+	if v := doc.GetVersion(); v != "3.1.0" {
+		t.Errorf("OpenAPI version %q, want 3.1.0", v)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("the OpenAPI document does not build: %v", err)
+	}
+	c := &contract{t: t, in: in, model: &m.Model, ops: map[string]*documented{}, fallbacks: map[string]fallback{}}
+	c.opts = config.NewValidationOptions(config.WithFormatAssertions())
+	v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
+	if len(errs) > 0 {
+		t.Fatalf("validator: %v", errs)
+	}
+	c.v = v
+	if ok, verrs := v.ValidateDocument(); !ok {
+		for _, e := range verrs {
+			t.Errorf("the document is not valid OpenAPI 3.1: %s", describeError(e.Message, e.Reason, e.SchemaValidationErrors))
+		}
+		t.FailNow()
+	}
+	if err := json.Unmarshal(body, &c.raw); err != nil {
+		t.Fatal(err)
+	}
+	c.inventory()
+	return c
+}
+
+// inventory lists the documented operations and checks them against the
+// routes the console registers.
+func (c *contract) inventory() {
+	t := c.t
+	documentedRoutes := map[string]bool{}
+	for path, item := range c.raw.Paths {
+		for method, rawOp := range item {
+			if !slices.Contains([]string{"get", "put", "post", "delete", "patch", "head", "options"}, method) {
+				continue
+			}
+			var op struct {
+				Route     string                     `json:"x-jobdrop-route"`
+				Role      string                     `json:"x-jobdrop-role"`
+				Security  *[]map[string][]string     `json:"security"`
+				Responses map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(rawOp, &op); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			key := strings.ToUpper(method) + " " + path
+			d := &documented{key: key, route: op.Route, role: op.Role, shared: map[string]string{}, seen: map[string]bool{},
+				answeredTo: map[string]bool{}, refused: map[string]bool{}}
+			if op.Route == "" {
+				t.Errorf("%s names no route (x-jobdrop-route)", key)
+			}
+			public := op.Security != nil && len(*op.Security) == 0
+			if public == (op.Role != "") {
+				t.Errorf("%s: open without login (security: []) or with a role (x-jobdrop-role %q), not both nor neither", key, op.Role)
+			}
+			if op.Role != "" && !slices.Contains(roleOrder, op.Role) {
+				t.Errorf("%s: x-jobdrop-role %q", key, op.Role)
+			}
+			for status, r := range op.Responses {
+				d.statuses = append(d.statuses, status)
+				var ref struct {
+					Ref string `json:"$ref"`
+				}
+				if json.Unmarshal(r, &ref) == nil && ref.Ref != "" {
+					d.shared[status] = ref.Ref
+				}
+			}
+			slices.Sort(d.statuses)
+			c.ops[key] = d
+			documentedRoutes[op.Route] = true
+		}
+	}
+	for _, f := range c.raw.Fallbacks {
+		c.fallbacks[f.Route] = f
+		documentedRoutes[f.Route] = true
+	}
+	registered := map[string]bool{}
+	for _, r := range c.in.routes {
+		registered[r] = true
+		if !documentedRoutes[r] {
+			t.Errorf("the console serves %q, which the OpenAPI document does not describe (web/openapi.json: an operation's x-jobdrop-route, or x-jobdrop-fallbacks)", r)
+		}
+	}
+	if len(registered) == 0 {
+		t.Fatal("the node said no routes")
+	}
+	for r := range documentedRoutes {
+		if !registered[r] {
+			t.Errorf("the OpenAPI document describes %q, which the console does not serve", r)
+		}
+	}
+}
+
+// describeError says what a validation found.
+func describeError(msg, reason string, schemaErrs []*liberrors.SchemaValidationFailure) string {
+	s := msg + ": " + reason
+	for _, e := range schemaErrs {
+		s += fmt.Sprintf("\n    at %s (%s): %s", e.FieldPath, e.KeywordLocation, e.Reason)
+	}
+	return s
+}
+
+// exchange is one request the test sends.
+type exchange struct {
+	method, path string
+	// user sends basic credentials of a console user (password: the name
+	// backwards); password overrides it.
+	user, password string
+	// cookie sends a session.
+	cookie *http.Cookie
+	body   []byte
+	// contentType of the body; JSON when there is a body and none.
+	contentType string
+	header      map[string]string
+	// offContract marks a request that breaks the document on purpose (a
+	// wrong value, a missing credential): its answer is validated, the
+	// request is not.
+	offContract bool
+	// stream reads the answer only up to its first event (/events).
+	stream bool
+}
+
+// answer is what came back.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the answer's body into v.
+func (a answer) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(a.body, v); err != nil {
+		t.Fatalf("answer %d %s: %v", a.status, a.body, err)
+	}
+}
+
+// noRedirects is a client that shows redirects rather than following
+// them.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// request builds the request of x.
+func (c *contract) request(ctx context.Context, x exchange) *http.Request {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, x.method, c.in.console+x.path, bytes.NewReader(x.body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if x.body == nil {
+		req.Body = http.NoBody
+		req.ContentLength = 0
+	}
+	if x.user != "" {
+		pw := x.password
+		if pw == "" {
+			pw = reverse(x.user)
+		}
+		req.SetBasicAuth(x.user, pw)
+	}
+	if x.cookie != nil {
+		req.AddCookie(x.cookie)
+	}
+	switch {
+	case x.contentType != "":
+		req.Header.Set("Content-Type", x.contentType)
+	case x.body != nil:
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range x.header {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// do sends x, validates the exchange against the document and counts
+// what it exercised.
+func (c *contract) do(x exchange) answer {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp, err := noRedirects.Do(c.request(ctx, x))
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", x.method, x.path, err)
+	}
+	var body []byte
+	if x.stream {
+		// Up to the end of the first event, then hang up.
+		br := bufio.NewReader(resp.Body)
+		for !bytes.Contains(body, []byte("\n\n")) {
+			line, err := br.ReadBytes('\n')
+			body = append(body, line...)
+			if err != nil {
+				break
+			}
+		}
+		cancel()
+	} else if body, err = io.ReadAll(resp.Body); err != nil {
+		c.t.Fatalf("%s %s: read the answer: %v", x.method, x.path, err)
+	}
+	resp.Body.Close()
+	a := answer{status: resp.StatusCode, header: resp.Header, body: body}
+	c.validate(x, a)
+	return a
+}
+
+// validate checks an answer, and the request unless it is off contract,
+// against the document, and counts them.
+func (c *contract) validate(x exchange, a answer) {
+	t := c.t
+	t.Helper()
+	req := c.request(context.Background(), x)
+	what := fmt.Sprintf("%s %s → %d", x.method, x.path, a.status)
+	item, errs, template := paths.FindPath(req, c.model, c.opts)
+	if item == nil || len(errs) > 0 {
+		t.Errorf("%s: no documented operation: %v", what, errs)
+		return
+	}
+	d := c.ops[x.method+" "+template]
+	if d == nil {
+		t.Errorf("%s: the document has no %s %s", what, x.method, template)
+		return
+	}
+	resp := &http.Response{StatusCode: a.status, Header: a.header, Body: io.NopCloser(bytes.NewReader(a.body)), Request: req}
+	if ok, verrs := c.v.ValidateHttpResponse(req, resp); !ok {
+		for _, e := range verrs {
+			t.Errorf("%s: the answer breaks the document: %s\n  body: %.600s", what, describeError(e.Message, e.Reason, e.SchemaValidationErrors), a.body)
+		}
+	}
+	if !x.offContract {
+		if ok, verrs := c.v.ValidateHttpRequest(c.request(context.Background(), x)); !ok {
+			for _, e := range verrs {
+				t.Errorf("%s: the request breaks the document: %s", what, describeError(e.Message, e.Reason, e.SchemaValidationErrors))
+			}
+		}
+	}
+	c.exchanges++
+	status := strconv.Itoa(a.status)
+	d.seen[status] = true
+	if ref := d.shared[status]; genericAnswers[ref] {
+		for _, o := range c.ops {
+			for s, r := range o.shared {
+				if r == ref {
+					o.seen[s] = true
+				}
+			}
+		}
+	}
+	// Who was let in, and who was refused for their role.
+	role := roles[x.user]
+	if x.cookie != nil && x.user == "" {
+		role = "viewer" // the test's sessions are vera's
+	}
+	if x.password != "" {
+		role = ""
+	}
+	switch {
+	case role == "":
+	case a.status == http.StatusForbidden && x.header["Origin"] == "":
+		d.refused[role] = true
+	case a.status != http.StatusUnauthorized && a.status != http.StatusForbidden && a.status != http.StatusTooManyRequests:
+		d.answeredTo[role] = true
+	}
+}
+
+// fallback sends x to a catch-all route and validates its answer against
+// the component the document names for it.
+func (c *contract) fallback(route string, x exchange) {
+	t := c.t
+	t.Helper()
+	f, ok := c.fallbacks[route]
+	if !ok {
+		t.Fatalf("no documented fallback %s", route)
+	}
+	a := c.send(x)
+	what := fmt.Sprintf("%s %s → %d", x.method, x.path, a.status)
+	if a.status != f.Status {
+		t.Errorf("%s: want %d, as x-jobdrop-fallbacks says", what, f.Status)
+	}
+	name := strings.TrimPrefix(f.Response, "#/components/responses/")
+	r := c.model.Components.Responses.GetOrZero(name)
+	if r == nil {
+		t.Fatalf("fallback %s: no response %s", route, f.Response)
+	}
+	ct, _, _ := strings.Cut(a.header.Get("Content-Type"), ";")
+	mt := r.Content.GetOrZero(ct)
+	if mt == nil {
+		t.Errorf("%s: content type %q, not one %s has", what, ct, f.Response)
+	} else if ct == "application/json" {
+		if ok, verrs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(mt.Schema.Schema(), a.body); !ok {
+			for _, e := range verrs {
+				t.Errorf("%s: %s", what, describeError(e.Message, e.Reason, e.SchemaValidationErrors))
+			}
+		}
+	}
+	c.exchanges++
+	f.seen = true
+	c.fallbacks[route] = f
+}
+
+// send sends x without validating it.
+func (c *contract) send(x exchange) answer {
+	c.t.Helper()
+	resp, err := noRedirects.Do(c.request(context.Background(), x))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// want sends x and fails unless it answers status.
+func (c *contract) want(status int, x exchange) answer {
+	c.t.Helper()
+	a := c.do(x)
+	if a.status != status {
+		c.t.Errorf("%s %s = %d, want %d\n%.400s", x.method, x.path, a.status, status, a.body)
+	}
+	return a
+}
+
+// covered fails the test for every documented operation, answer, role
+// and fallback the test did not exercise, and says what it did.
+func (c *contract) covered() {
+	t := c.t
+	t.Helper()
+	var answers, seen int
+	for _, key := range slices.Sorted(maps.Keys(c.ops)) {
+		d := c.ops[key]
+		if len(d.seen) == 0 {
+			t.Errorf("%s is documented but the test never called it", key)
+			continue
+		}
+		for _, s := range d.statuses {
+			answers++
+			if d.seen[s] {
+				seen++
+				continue
+			}
+			if unprovoked[key+" "+s] != "" || unprovoked[d.shared[s]] != "" {
+				continue
+			}
+			t.Errorf("%s: the test never saw its documented %s answer", key, s)
+		}
+		if d.role == "" {
+			continue
+		}
+		if !d.answeredTo[d.role] {
+			t.Errorf("%s: no %s (its x-jobdrop-role) was let in", key, d.role)
+		}
+		if i := slices.Index(roleOrder, d.role); i > 0 && !d.refused[roleOrder[i-1]] {
+			t.Errorf("%s: no %s was refused (x-jobdrop-role %s)", key, roleOrder[i-1], d.role)
+		}
+	}
+	for route, f := range c.fallbacks {
+		if !f.seen {
+			t.Errorf("fallback %s: never exercised", route)
+		}
+	}
+	t.Logf("OpenAPI contract: %d operations and %d fallbacks documented, %d routes served; %d exchanges validated; %d of %d documented answers seen",
+		len(c.ops), len(c.fallbacks), len(c.in.routes), c.exchanges, seen, answers)
+}
+
+// form is an URL-encoded form body.
+func form(kv ...string) []byte {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return []byte(v.Encode())
+}
+
+const formType = "application/x-www-form-urlencoded"
+
+// multipartUpload is an upload form of the file name holding content,
+// a dry run when dryRun.
+func multipartUpload(name, content string, dryRun bool) (body []byte, contentType string) {
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	if name != "" {
+		fw, _ := mw.CreateFormFile("file", name)
+		fw.Write([]byte(content))
+	}
+	if dryRun {
+		mw.WriteField("dryrun", "1")
+	}
+	mw.Close()
+	return b.Bytes(), mw.FormDataContentType()
+}
+
+// TestOpenAPIContract holds the console to its OpenAPI document
+// (web/openapi.json, served at /api/openapi.json): it runs a node with
+// users of each role and a sync folder, makes real data (tasks through
+// /schedulers, dropped files, a rejected one, one dropped again, a held
+// one applied and another rejected, fires and worker reports), then calls
+// every documented operation, its errors included, validating each
+// request and answer. It fails on a route the console serves that the
+// document does not describe, on a documented one it does not serve, and
+// on a documented operation, answer or role it never saw.
+func TestOpenAPIContract(t *testing.T) {
+	in := startInstanceEnv(t, append(consoleUsers(t), syncEnv...))
+	c := loadContract(t, in)
+	now := in.clock.Now().UTC()
+	start := now.Add(time.Hour).UnixMilli()
+
+	// Open without login.
+	c.want(200, exchange{method: "GET", path: "/api/openapi.json"})
+	c.want(200, exchange{method: "GET", path: "/healthz"})
+	kafkatest.Eventually(t, 60*time.Second, "/readyz to say ready", func() bool {
+		return c.do(exchange{method: "GET", path: "/readyz"}).status == http.StatusOK
+	})
+	c.want(200, exchange{method: "GET", path: "/metrics"})
+	for _, f := range []string{"console.css", "htmx.min.js", "live.js", "htmx.LICENSE"} {
+		c.want(200, exchange{method: "GET", path: "/static/" + f})
+	}
+	c.want(404, exchange{method: "GET", path: "/static/nothing.css"})
+	c.want(200, exchange{method: "GET", path: "/login?next=/tasks"})
+
+	// Who may come in: nobody without credentials; a wrong password is
+	// throttled by name after five (the address allows ten: the test
+	// stays under).
+	c.want(401, exchange{method: "GET", path: "/api/summary", offContract: true})
+	c.want(303, exchange{method: "GET", path: "/", offContract: true})
+	c.want(401, exchange{method: "POST", path: "/logout", offContract: true})
+	for range 5 {
+		c.want(401, exchange{method: "GET", path: "/api/summary", user: "mallory", password: "guess", offContract: true})
+	}
+	if a := c.want(429, exchange{method: "GET", path: "/api/summary", user: "mallory", password: "guess", offContract: true}); a.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	c.want(401, exchange{method: "POST", path: "/login", body: form("user", "vera", "password", "wrong", "next", "/"), contentType: formType})
+	c.want(429, exchange{method: "POST", path: "/login", body: form("user", "mallory", "password", "guess"), contentType: formType})
+	c.want(400, exchange{method: "POST", path: "/login", body: []byte("user=vera"), contentType: "multipart/form-data", offContract: true})
+	login := c.want(303, exchange{method: "POST", path: "/login", body: form("user", "vera", "password", "arev", "next", "/tasks"), contentType: formType})
+	var session *http.Cookie
+	for _, ck := range (&http.Response{Header: login.header}).Cookies() {
+		if ck.Name == "jobdrop_session" {
+			session = ck
+		}
+	}
+	if session == nil {
+		t.Fatalf("login set no session cookie: %v", login.header)
+	}
+	c.want(200, exchange{method: "GET", path: "/api/summary", cookie: session})
+	c.want(303, exchange{method: "POST", path: "/settings/timezone", cookie: session, contentType: formType,
+		body: form("tz", "local", "zone", "Asia/Tokyo", "back", "/tasks")})
+	c.want(403, exchange{method: "POST", path: "/settings/timezone", cookie: session, contentType: formType, body: form("tz", "utc"),
+		header: map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}})
+
+	// Definitions through light-scheduler's REST.
+	market := `{"host":"lightapi.net","name":"market-1","action":"INSERT","frequency":{"timeUnit":"MINUTES","time":2},"topic":"light-scheduler","start":` +
+		jsonInt(start) + `,"data":{"question":"Hello","owner":"market"}}`
+	nightly := `{"host":"api.example","name":"nightly","cron":"0 2 * * *","cronDialect":"unix","timezone":"Europe/Paris","topic":"batch-jobs",` +
+		`"window":{"from":"01:00","to":"05:00","days":["MON","TUE"]},"misfire":"SKIP","end":` + jsonInt(now.AddDate(1, 0, 0).UnixMilli()) +
+		`,"frequency":null,"start":null,"data":null,"timeout":60000}`
+	slow := `{"host":"api.example","name":"slow","frequency":{"timeUnit":"HOURS","time":1},"topic":"batch-jobs","start":` + jsonInt(start) + `,"timeout":1000}`
+	c.want(403, exchange{method: "POST", path: "/schedulers", user: "otto", body: []byte(market)})
+	c.want(403, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(market),
+		header: map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}})
+	for _, def := range []string{market, nightly, slow} {
+		c.want(200, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(def)})
+	}
+	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(strings.Replace(market, `"MINUTES"`, `"FORTNIGHTS"`, 1))})
+	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(strings.Replace(market, `"frequency"`, `"frequncy"`, 1))})
+	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(market + market)})
+	c.want(413, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: bytes.Repeat([]byte(" "), 1<<20+1)})
+	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the three definitions", func() bool {
+		var defs []map[string]any
+		c.want(200, exchange{method: "GET", path: "/schedulers", user: "vera"}).json(t, &defs)
+		return len(defs) == 3
+	})
+	c.want(200, exchange{method: "GET", path: "/schedulers?host=lightapi.net&name=market-1&unit=minute", user: "vera"})
+	c.want(400, exchange{method: "GET", path: "/schedulers?unit=fortnight", user: "vera"})
+
+	// Files: one injected, one rejected, the first dropped again, and a
+	// sync source cut short, held, rejected; held again, applied.
+	jobs := "host,name,topic,start,timeUnit,time\nfiles.example,hourly,batch-jobs," + now.Add(time.Hour).Format(time.RFC3339) +
+		",HOURS,1\nfiles.example,daily,batch-jobs," + now.Add(2*time.Hour).Format(time.RFC3339) + ",DAYS,1\n"
+	in.drop("jobs.csv", jobs)
+	in.waitFile("archive", "jobs.csv")
+	in.drop("bad.csv", "host,name,topic,timeUnit,time\nfiles.example,bad,batch-jobs,FORTNIGHTS,1\n")
+	in.waitFile(watcher.FailedDir, "bad.csv")
+	injected := c.batchOf("jobs.csv", storetype.BatchInjected)
+	rejected := c.batchOf("bad.csv", storetype.BatchRejected)
+	in.drop("jobs.csv", jobs)
+	kafkatest.Eventually(t, 60*time.Second, "jobs.csv dropped again to be recorded", func() bool {
+		var arrivals []storetype.Arrival
+		c.want(200, exchange{method: "GET", path: "/api/arrivals", user: "vera"}).json(t, &arrivals)
+		return slices.ContainsFunc(arrivals, func(a storetype.Arrival) bool { return a.Status == storetype.ArrivalDuplicate })
+	})
+	// A sync source of six lines, cut to one: held for review, then
+	// decided, by the API and by a browser's form.
+	var crontab strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&crontab, "%d 1 * * * /opt/job%d.sh\n", i, i)
+	}
+	cut := "0 1 * * * /opt/job0.sh\n"
+	in.drop("crontab", crontab.String())
+	in.waitFile("archive", "crontab")
+	held := c.nextHeld("crontab", cut, "")
+	heldPath := "/api/files/" + held.ID
+	c.want(200, exchange{method: "GET", path: heldPath, user: "vera"})
+	c.want(403, exchange{method: "POST", path: heldPath + "/reject", user: "vera", body: []byte(`{"reason":"no"}`)})
+	c.want(400, exchange{method: "POST", path: heldPath + "/reject", user: "otto", body: []byte(`{"reason":`), offContract: true})
+	c.want(200, exchange{method: "POST", path: heldPath + "/reject", user: "otto", body: []byte(`{"reason":"truncated export"}`)})
+	c.want(409, exchange{method: "POST", path: heldPath + "/reject", user: "otto", body: []byte(`{"reason":"again"}`)})
+	held = c.nextHeld("crontab", cut+"\n", held.ID)
+	heldPath = "/api/files/" + held.ID
+	c.want(403, exchange{method: "POST", path: heldPath + "/apply", user: "otto"})
+	c.want(200, exchange{method: "POST", path: heldPath + "/apply", user: "ada"})
+	c.want(409, exchange{method: "POST", path: heldPath + "/apply", user: "ada"})
+	c.batchOf("crontab", storetype.BatchInjected)
+	in.drop("crontab", crontab.String()+"\n")
+	kafkatest.Eventually(t, 60*time.Second, "the six lines back", func() bool {
+		return c.want(200, exchange{method: "GET", path: "/api/tasks?host=acme&status=live&limit=1", user: "vera"}).header.Get("X-Total-Count") == "6"
+	})
+	held = c.nextHeld("crontab", cut+"\n\n", held.ID)
+	c.want(303, exchange{method: "POST", path: "/api/files/" + held.ID + "/reject", user: "otto", contentType: formType,
+		body: form("reason", "by hand", "back", "/files/"+held.ID)})
+	held = c.nextHeld("crontab", cut+"\n\n\n", held.ID)
+	c.want(303, exchange{method: "POST", path: "/api/files/" + held.ID + "/apply", user: "ada", contentType: formType, body: form("back", "/files")})
+
+	// Fires: a trigger of each of two tasks; a worker reports on one; the
+	// other (a one-second timeout) is overdue once the clock passes it.
+	c.want(403, exchange{method: "POST", path: "/api/tasks/api.example/slow/trigger", user: "vera"})
+	c.want(200, exchange{method: "POST", path: "/api/tasks/api.example/slow/trigger", user: "otto"})
+	c.want(200, exchange{method: "POST", path: "/api/tasks/lightapi.net/market-1/trigger", user: "otto"})
+	var executions []storetype.Execution
+	kafkatest.Eventually(t, 60*time.Second, "the two triggered fires", func() bool {
+		c.want(200, exchange{method: "GET", path: "/api/executions", user: "vera"}).json(t, &executions)
+		return len(executions) == 2
+	})
+	var marketFire string
+	for _, e := range executions {
+		if e.Name == "market-1" {
+			marketFire = e.FireID
+		}
+	}
+	status := "/api/executions/" + url.PathEscape(marketFire) + "/status"
+	c.want(403, exchange{method: "POST", path: status, user: "vera", body: []byte(`{"status":"RUNNING"}`)})
+	c.want(400, exchange{method: "POST", path: status, user: "otto", body: []byte(`{"status":"DONE"}`), offContract: true})
+	c.want(400, exchange{method: "POST", path: status, user: "otto", body: []byte(`{"status":`), offContract: true})
+	c.want(404, exchange{method: "POST", path: "/api/executions/no-such-fire/status", user: "otto", body: []byte(`{"status":"RUNNING"}`)})
+	c.want(200, exchange{method: "POST", path: status, user: "otto", body: []byte(`{"status":"success","message":"done in 2s","worker":"worker-1"}`)})
+	in.advanceTo(in.clock.Now().Add(2 * time.Second))
+	kafkatest.Eventually(t, 60*time.Second, "one execution overdue and one reported", func() bool {
+		c.want(200, exchange{method: "GET", path: "/api/executions", user: "vera"}).json(t, &executions)
+		var overdue, success bool
+		for _, e := range executions {
+			overdue = overdue || e.Status == storetype.ExecutionOverdue
+			success = success || e.Status == storetype.ExecutionSuccess
+		}
+		return overdue && success
+	})
+	// The timeout reads as the definition says it: milliseconds.
+	var raw []map[string]any
+	c.want(200, exchange{method: "GET", path: "/api/executions?task=api.example/slow", user: "vera"}).json(t, &raw)
+	if len(raw) != 1 || raw[0]["timeout"] != 1000.0 || raw[0]["recordedStatus"] != storetype.ExecutionFired {
+		t.Errorf("the overdue execution of a task with a 1000 ms timeout: %v", raw)
+	}
+
+	// Lists, a page at a time, and their errors.
+	for _, list := range []string{"/api/tasks", "/api/files", "/api/executions", "/api/audit"} {
+		pages, next := 0, list+"?limit=1"
+		for next != "" && pages < 3 {
+			a := c.want(200, exchange{method: "GET", path: next, user: "vera"})
+			if a.header.Get("X-Total-Count") == "" {
+				t.Errorf("GET %s: no X-Total-Count", next)
+			}
+			next = ""
+			if m := nextLink.FindStringSubmatch(a.header.Get("Link")); m != nil {
+				next = m[1]
+			}
+			pages++
+		}
+		if pages < 2 {
+			t.Errorf("%s?limit=1 has no second page", list)
+		}
+		c.want(400, exchange{method: "GET", path: list + "?sort=sideways", user: "vera", offContract: true})
+		c.want(400, exchange{method: "GET", path: list + "?cursor=not-a-cursor", user: "vera"})
+	}
+	c.want(200, exchange{method: "GET", path: "/api/tasks?status=live&sort=key&host=api.example&from=-1h&to=2099-01-01", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/files?status=duplicate", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/executions?status=OVERDUE&task=api.example/slow", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/audit?action=file.held&sort=oldest", user: "vera"})
+	c.want(400, exchange{method: "GET", path: "/api/arrivals?limit=none", user: "vera", offContract: true})
+	c.want(200, exchange{method: "GET", path: "/api/tasks/api.example/nightly", user: "vera"})
+	c.want(404, exchange{method: "GET", path: "/api/tasks/api.example/nothing", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/files/" + injected.ID, user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/files/" + rejected.ID, user: "vera"})
+	c.want(404, exchange{method: "GET", path: "/api/files/0000", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/summary", user: "vera"})
+	kafkatest.Eventually(t, 60*time.Second, "the timeline computed", func() bool {
+		return c.do(exchange{method: "GET", path: "/api/timeline?by=topic", user: "vera"}).status == http.StatusOK
+	})
+	c.want(200, exchange{method: "GET", path: "/api/timeline", user: "vera"})
+	var activity struct{ Chart *struct{ Buckets []any } }
+	if c.want(200, exchange{method: "GET", path: "/api/activity", user: "vera"}).json(t, &activity); activity.Chart == nil || len(activity.Chart.Buckets) == 0 {
+		t.Error("GET /api/activity has no chart once the timeline is computed")
+	}
+	c.want(400, exchange{method: "GET", path: "/api/timeline?by=colour", user: "vera", offContract: true})
+	c.fallback("GET /api/", exchange{method: "GET", path: "/api/no/such/thing", user: "vera"})
+
+	// What runs, changed: one task and many.
+	market1 := "/api/tasks/lightapi.net/market-1"
+	c.want(403, exchange{method: "POST", path: market1 + "/pause", user: "vera"})
+	c.want(200, exchange{method: "POST", path: market1 + "/pause", user: "otto"})
+	kafkatest.Eventually(t, 60*time.Second, "market-1 to show paused", func() bool {
+		var task storetype.Task
+		c.want(200, exchange{method: "GET", path: market1, user: "vera"}).json(t, &task)
+		return task.Paused
+	})
+	c.want(200, exchange{method: "POST", path: market1 + "/resume", user: "otto"})
+	c.want(303, exchange{method: "POST", path: market1 + "/trigger", user: "otto", contentType: formType, body: form("back", "/tasks/lightapi.net/market-1")})
+	c.want(404, exchange{method: "POST", path: market1 + "/explode", user: "otto", offContract: true})
+	c.want(404, exchange{method: "POST", path: "/api/tasks/lightapi.net/nothing/pause", user: "otto"})
+	c.want(403, exchange{method: "DELETE", path: market1, user: "vera"})
+	c.want(404, exchange{method: "DELETE", path: "/api/tasks/lightapi.net/nothing", user: "otto"})
+	c.want(200, exchange{method: "DELETE", path: market1, user: "otto"})
+	kafkatest.Eventually(t, 60*time.Second, "market-1 to end deleted", func() bool {
+		var task storetype.Task
+		c.want(200, exchange{method: "GET", path: market1, user: "vera"}).json(t, &task)
+		return task.Status == storetype.TaskDeleted
+	})
+	c.want(409, exchange{method: "DELETE", path: market1, user: "otto"})
+	c.want(409, exchange{method: "POST", path: market1 + "/pause", user: "otto"})
+	c.want(403, exchange{method: "POST", path: "/api/tasks/pause?host=api.example", user: "vera"})
+	bulk := c.want(200, exchange{method: "POST", path: "/api/tasks/pause?host=api.example", user: "otto"})
+	var result struct{ Sent int }
+	if bulk.json(t, &result); result.Sent != 2 {
+		t.Errorf("bulk pause sent %d commands, want 2: %s", result.Sent, bulk.body)
+	}
+	c.want(303, exchange{method: "POST", path: "/api/tasks/resume?host=api.example", user: "otto", contentType: formType, body: form("back", "/tasks?host=api.example")})
+	c.want(400, exchange{method: "POST", path: "/api/tasks/pause", user: "otto"})
+	c.want(404, exchange{method: "POST", path: "/api/tasks/pause?file=0000", user: "otto"})
+	c.want(404, exchange{method: "POST", path: "/api/tasks/explode?host=api.example", user: "otto", offContract: true})
+
+	// A file compared with what runs, and uploaded: dry run, then dropped.
+	more := jobs + "files.example,weekly,batch-jobs," + now.Add(3*time.Hour).Format(time.RFC3339) + ",DAYS,7\n"
+	c.want(200, exchange{method: "POST", path: "/api/diff?name=jobs.csv", user: "vera", body: []byte(more), contentType: "text/csv"})
+	c.want(400, exchange{method: "POST", path: "/api/diff?name=..", user: "vera", body: []byte(more), contentType: "text/csv"})
+	c.want(422, exchange{method: "POST", path: "/api/diff?name=jobs.csv", user: "vera", body: []byte(jobs + "files.example,x,batch-jobs,,FORTNIGHTS,1\n"), contentType: "text/csv"})
+	c.want(200, exchange{method: "GET", path: "/upload", user: "vera"})
+	body, ctype := multipartUpload("up.csv", more, true)
+	c.want(403, exchange{method: "POST", path: "/upload", user: "vera", body: body, contentType: ctype})
+	c.want(200, exchange{method: "POST", path: "/upload", user: "otto", body: body, contentType: ctype})
+	body, ctype = multipartUpload("up.csv", more, false)
+	c.want(403, exchange{method: "POST", path: "/upload", user: "otto", body: body, contentType: ctype})
+	c.want(303, exchange{method: "POST", path: "/upload", user: "ada", body: body, contentType: ctype})
+	body, ctype = multipartUpload("", "", true)
+	c.want(400, exchange{method: "POST", path: "/upload", user: "ada", body: body, contentType: ctype, offContract: true})
+	// A name taken in the folder (here by a subfolder) is not replaced.
+	if err := os.Mkdir(filepath.Join(in.inbox, "taken.csv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body, ctype = multipartUpload("taken.csv", more, false)
+	c.want(409, exchange{method: "POST", path: "/upload", user: "ada", body: body, contentType: ctype})
+
+	// Exports and downloads.
+	for _, list := range []string{"/executions", "/tasks", "/audit"} {
+		for _, ext := range []string{".csv", ".xlsx"} {
+			c.want(200, exchange{method: "GET", path: list + "/export" + ext, user: "vera"})
+			c.want(400, exchange{method: "GET", path: list + "/export" + ext + "?from=yesterday-ish", user: "vera"})
+		}
+	}
+	c.want(200, exchange{method: "GET", path: "/tasks/export.csv?file=" + injected.ID, user: "vera"})
+	c.want(404, exchange{method: "GET", path: "/tasks/export.csv?file=0000", user: "vera"})
+	c.want(404, exchange{method: "GET", path: "/tasks/export.xlsx?file=0000", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/files/" + injected.ID + "/original", user: "vera"})
+	c.want(206, exchange{method: "GET", path: "/files/" + injected.ID + "/original", user: "vera", header: map[string]string{"Range": "bytes=0-3"}})
+	c.want(404, exchange{method: "GET", path: "/files/0000/original", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/files/" + rejected.ID + "/errors.txt", user: "vera"})
+	c.want(404, exchange{method: "GET", path: "/files/" + injected.ID + "/errors.txt", user: "vera"})
+
+	// Pages.
+	for _, p := range []struct {
+		path   string
+		status int
+	}{
+		{"/", 200}, {"/?by=topic", 200}, {"/?by=colour", 400},
+		{"/files", 200}, {"/files?status=&name=", 303}, {"/files?status=lost", 400},
+		{"/files/" + held.ID, 200}, {"/files/0000", 404},
+		{"/tasks", 200}, {"/tasks?host=api.example&name=", 303}, {"/tasks?sort=sideways", 400},
+		{"/tasks/api.example/nightly", 200}, {"/tasks/api.example/nothing", 404},
+		{"/executions", 200}, {"/executions?status=", 303}, {"/executions?status=lost", 400},
+		{"/audit", 200}, {"/audit?actor=", 303}, {"/audit?sort=sideways", 400},
+	} {
+		c.want(p.status, exchange{method: "GET", path: p.path, user: "vera", offContract: p.status == 400})
+	}
+	c.want(200, exchange{method: "GET", path: "/events", cookie: session, stream: true})
+	c.fallback("GET /", exchange{method: "GET", path: "/no/such/page", user: "vera"})
+	c.want(303, exchange{method: "POST", path: "/logout", cookie: session})
+
+	c.covered()
+}
+
+// batchOf waits for the file's batch in the state, and reads it whole.
+func (c *contract) batchOf(file, status string) storetype.Batch {
+	c.t.Helper()
+	var found storetype.Batch
+	kafkatest.Eventually(c.t, 60*time.Second, file+" recorded "+status, func() bool {
+		var files []storetype.Batch
+		c.want(200, exchange{method: "GET", path: "/api/files?status=" + status, user: "vera"}).json(c.t, &files)
+		for _, b := range files {
+			if b.File == file {
+				found = b
+				return true
+			}
+		}
+		return false
+	})
+	c.want(200, exchange{method: "GET", path: "/api/files/" + found.ID, user: "vera"}).json(c.t, &found)
+	return found
+}
+
+// nextHeld drops content as name and waits for it to be held for review:
+// a batch other than the one of id prev.
+func (c *contract) nextHeld(name, content, prev string) storetype.Batch {
+	c.t.Helper()
+	c.in.drop(name, content)
+	var found storetype.Batch
+	kafkatest.Eventually(c.t, 60*time.Second, name+" held", func() bool {
+		var files []storetype.Batch
+		c.want(200, exchange{method: "GET", path: "/api/files?status=held", user: "vera"}).json(c.t, &files)
+		for _, b := range files {
+			if b.File != name || b.ID == prev {
+				continue
+			}
+			// Held, and recorded as kept in held/, where a decision
+			// takes it from.
+			c.want(200, exchange{method: "GET", path: "/api/files/" + b.ID, user: "vera"}).json(c.t, &found)
+			return slices.ContainsFunc(found.Kept, func(p string) bool { return filepath.Base(filepath.Dir(p)) == watcher.HeldDir })
+		}
+		return false
+	})
+	return found
+}
