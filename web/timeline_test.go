@@ -339,7 +339,8 @@ func TestChartsOfTheLastHoursSayWhatHappened(t *testing.T) {
 	now := time.Date(2026, 11, 25, 3, 2, 0, 0, time.UTC)
 	f := newFeed(t, now)
 	// 02:00 to 03:00 UTC, a fire a minute, 40 ms late; those from 02:30 to
-	// 02:45 failed but every fifth; the one at 02:50, 95 s late.
+	// 02:45 failed but every fifth, save 02:35 (so that one five minutes
+	// holds the most); the one at 02:50, 95 s late.
 	failed, fires := 0, 0
 	for m := range 60 {
 		at := time.Date(2026, 11, 25, 2, m, 0, 0, time.UTC)
@@ -350,7 +351,7 @@ func TestChartsOfTheLastHoursSayWhatHappened(t *testing.T) {
 		id := fmt.Sprintf("f%02d", m)
 		f.add(topics.Executions, id, record.Execution{FireID: id, Host: "acme", Name: "job", Topic: "jobs", ScheduledAt: at.UnixMilli(), FiredAt: at.Add(late).UnixMilli()})
 		fires++
-		if m >= 30 && m < 45 && m%5 != 0 {
+		if m >= 30 && m < 45 && (m%5 != 0 || m == 35) {
 			f.add(topics.Status, id, record.Status{FireID: id, Status: record.StatusFailed, Message: "exit status 1", At: at.Add(time.Second).UnixMilli()})
 			failed++
 		}
