@@ -130,6 +130,8 @@ type attention struct {
 	N    int
 	Text string
 	Href string
+	// one is Text for a count of 1.
+	one string
 }
 
 // needs lists what needs someone, worst first: what waits for a decision,
@@ -137,15 +139,24 @@ type attention struct {
 func needs(sum storetype.Summary, hour storetype.Activity) []attention {
 	since := sinceParam(hour.Since)
 	all := []attention{
-		{"attention-held", sum.FilesHeld, "files held for review: their sync would remove too much of what runs; apply or reject each", "/files?status=held"},
-		{"attention-files-failed", sum.FilesFailed, "files failed before they could be read", "/files?status=failed"},
-		{"attention-rejected", hour.Rejected, "files rejected in the last hour", "/files?status=rejected&from=" + since},
-		{"attention-fault-paused", sum.TasksPausedByFaultPolicy, "tasks paused by the fault policy: the brokers kept refusing their fires", "/tasks?fault=paused"},
-		{"attention-failed", hour.Failures, "executions failed in the last hour", "/executions?status=FAILED&from=" + since},
-		{"attention-overdue", sum.ExecutionsOverdue, "executions overdue: no final status past their timeout", "/executions?status=OVERDUE"},
+		{"attention-held", sum.FilesHeld, "files held for review: their sync would remove too much of what runs; apply or reject each", "/files?status=held",
+			"file held for review: its sync would remove too much of what runs; apply or reject it"},
+		{"attention-files-failed", sum.FilesFailed, "files failed before they could be read", "/files?status=failed",
+			"file failed before it could be read"},
+		{"attention-rejected", hour.Rejected, "files rejected in the last hour", "/files?status=rejected&from=" + since,
+			"file rejected in the last hour"},
+		{"attention-fault-paused", sum.TasksPausedByFaultPolicy, "tasks paused by the fault policy: the brokers kept refusing their fires", "/tasks?fault=paused",
+			"task paused by the fault policy: the brokers kept refusing its fires"},
+		{"attention-failed", hour.Failures, "executions failed in the last hour", "/executions?status=FAILED&from=" + since,
+			"execution failed in the last hour"},
+		{"attention-overdue", sum.ExecutionsOverdue, "executions overdue: no final status past their timeout", "/executions?status=OVERDUE",
+			"execution overdue: no final status past its timeout"},
 	}
 	var out []attention
 	for _, a := range all {
+		if a.N == 1 {
+			a.Text = a.one
+		}
 		if a.N > 0 {
 			out = append(out, a)
 		}

@@ -414,6 +414,9 @@ func TestDashboardShowsWhatNeedsAttentionFirst(t *testing.T) {
 		if n != want || !strings.HasPrefix(total, want+" ") {
 			t.Errorf("%s: %q counts %s, its list %s says %q; want %s", id, text(item), n, href, total, want)
 		}
+		if w := strings.Fields(text(item)); len(w) < 2 || strings.HasSuffix(w[1], "s") {
+			t.Errorf("%s: one of them reads %q", id, text(item))
+		}
 	}
 	if href := linkTo(t, byID(t, doc, "attention"), "crontab"); href != "/files/"+heldID {
 		t.Errorf("held file links to %q", href)
