@@ -237,9 +237,10 @@ func TestUploadDryRunShowsTasksAndInjectsNothing(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("dry run = %d\n%s", code, page)
 	}
+	text := pageText(t, page)
 	for _, want := range []string{"acme/every-2h", start.Format(time.RFC3339), start.Add(2 * time.Hour).Format(time.RFC3339),
 		"preview.csv: row 3: column timeUnit", "FORTNIGHTS", "1 of 2 rows are invalid"} {
-		if !strings.Contains(page, want) {
+		if !strings.Contains(text, want) {
 			t.Errorf("dry run page lacks %q", want)
 		}
 	}

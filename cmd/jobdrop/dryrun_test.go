@@ -31,6 +31,29 @@ func (in *instance) dryRun(user, name, content string) string {
 	return page
 }
 
+// nodeText is the text of n and all it holds, as a reader sees it: no
+// tags (a <wbr> break point splits no word), entities decoded.
+func nodeText(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(nodeText(c))
+	}
+	return b.String()
+}
+
+// pageText is the text of an HTML page.
+func pageText(t *testing.T, page string) string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodeText(doc)
+}
+
 // tableRows is the text of each cell of the body rows of the table with
 // this id in page, keyed by the text of the row's column key.
 func tableRows(t *testing.T, page, id string, key int) map[string][]string {
@@ -39,17 +62,7 @@ func tableRows(t *testing.T, page, id string, key int) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text func(*html.Node) string
-	text = func(n *html.Node) string {
-		if n.Type == html.TextNode {
-			return n.Data
-		}
-		var b strings.Builder
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			b.WriteString(text(c))
-		}
-		return b.String()
-	}
+	text := nodeText
 	out := map[string][]string{}
 	var walk func(n *html.Node, in bool)
 	walk = func(n *html.Node, in bool) {
