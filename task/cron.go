@@ -29,7 +29,36 @@ func cronNext(expr string, loc *time.Location, after time.Time) (time.Time, bool
 	if next, ok, sure := cronNextSteady(expr, loc, after); sure {
 		return next, ok
 	}
+	if !cronFixed(expr) && len(strings.Fields(expr)) == 6 {
+		return cronNextByWallClock(expr, loc, after)
+	}
 	return cronNextAcrossChanges(expr, loc, after)
+}
+
+// cronNextByWallClock is cronNext for an entry with a seconds field that
+// follows the wall clock (not cronFixed): the first instant after after whose wall time
+// matches, none in a skipped hour, each copy of a repeated one. Between
+// two changes of offset, wall times and instants map one to one, in
+// order: each such span is asked once, where the search across changes
+// steps through every matching time of six hours (21,600 for an entry
+// firing every second, more than it takes: it found none).
+func cronNextByWallClock(expr string, loc *time.Location, after time.Time) (time.Time, bool) {
+	from, incl := after, false
+	for range 1_000 {
+		local := from.In(loc)
+		_, end := local.ZoneBounds()
+		w, err := gronx.NextTickAfter(expr, naive(local), incl)
+		if err != nil {
+			return time.Time{}, false
+		}
+		_, off := local.Zone()
+		if t := w.Add(-time.Duration(off) * time.Second); end.IsZero() || t.Before(end) {
+			return t, true
+		}
+		// Past this span: ask again from the start of the next one.
+		from, incl = end, true
+	}
+	return time.Time{}, false
 }
 
 // steadyMargin is how far from a change of offset cronNextSteady must be

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/adhocore/gronx"
 )
 
 // TestCronNextSteadyAgreesWithTheSearchAcrossChanges checks the one-step
@@ -87,4 +89,45 @@ func BenchmarkCronNext(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestCronWithSecondsFiresAcrossChanges: entries with a seconds field
+// that follow the wall clock, in zones with daylight saving, fire at the
+// first second after any moment whose wall time matches, next to a
+// change too (a skipped hour has no such second, a repeated one has
+// two), as stepping through the seconds one by one says. The search
+// across changes found no fire for these: it stops after 10,000 matching
+// times, under the three hours it looks back.
+func TestCronWithSecondsFiresAcrossChanges(t *testing.T) {
+	g := gronx.New()
+	answered := 0
+	for _, zone := range []string{"Europe/Paris", "America/New_York", "Australia/Lord_Howe", "Pacific/Apia"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for at, n := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC), 0; n < 2; n++ {
+			_, change := at.In(loc).ZoneBounds()
+			at = change
+			for _, d := range []time.Duration{-40 * time.Hour, -time.Hour, -16 * time.Second, -time.Second, 0, 14 * time.Second, time.Hour} {
+				for _, expr := range []string{"* * * * * *", "*/15 * * * * *", "30 */10 * * * *"} {
+					after := change.Add(d)
+					got, ok := cronNext(expr, loc, after)
+					want := after.Truncate(time.Second)
+					for {
+						want = want.Add(time.Second)
+						if due, _ := g.IsDue(expr, naive(want.In(loc))); due {
+							break
+						}
+					}
+					if !ok || !got.Equal(want) {
+						t.Errorf("%s in %s after %s: %s (%v), want %s", expr, zone, after.In(loc).Format(time.RFC3339),
+							got.In(loc).Format(time.RFC3339), ok, want.In(loc).Format(time.RFC3339))
+					}
+					answered++
+				}
+			}
+		}
+	}
+	t.Logf("%d answers agree", answered)
 }
