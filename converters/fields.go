@@ -111,8 +111,6 @@ type Columns struct {
 	defaults Defaults
 	// zone is the location of Defaults.Timezone.
 	zone *time.Location
-	// zones caches time.LoadLocation, which reads the zone file each call.
-	zones map[string]*time.Location
 	// dialect is the folder's cron dialect (Options.CronDialect); auto
 	// when the folder does not state one.
 	dialect task.Dialect
@@ -131,7 +129,7 @@ type Columns struct {
 // *RowError, joined with errors.Join. Columns with an empty header are
 // ignored, as long as their cells are empty too.
 func NewColumns(file string, line int, header []string, opts Options) (*Columns, error) {
-	c := &Columns{file: file, zones: map[string]*time.Location{}}
+	c := &Columns{file: file}
 	for k := range c.at {
 		c.at[k] = -1
 	}
@@ -394,7 +392,7 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 	d.Timezone = b.text(kindTimezone, c.defaults.Timezone)
 	loc := c.zone
 	if d.Timezone != c.defaults.Timezone {
-		loc = c.location(d.Timezone)
+		loc = task.Location(d.Timezone)
 		if loc == nil {
 			b.failKind(kindTimezone, d.Timezone, errors.New("must be an IANA time zone such as Europe/Paris"))
 		}
@@ -461,19 +459,6 @@ func (b *rowBuilder) cronDialect(d *task.Definition) []string {
 		return []string{fmt.Sprintf("%s: row %d: column %s: %s", b.c.file, b.line, b.label(kindCron), w)}
 	}
 	return nil
-}
-
-// location loads a time zone, cached; nil when unknown.
-func (c *Columns) location(name string) *time.Location {
-	if loc, ok := c.zones[name]; ok {
-		return loc
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil
-	}
-	c.zones[name] = loc
-	return loc
 }
 
 // fieldKind maps a task.FieldError field to the column kind that feeds it.

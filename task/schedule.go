@@ -228,22 +228,31 @@ func (d *Definition) NextFires(anchor, from int64, n int) []int64 {
 }
 
 func (d *Definition) location() *time.Location {
-	if d.Timezone == "" {
-		return time.UTC
+	if loc := Location(d.Timezone); loc != nil {
+		return loc
 	}
-	if loc, ok := zones.Load(d.Timezone); ok {
+	return time.UTC
+}
+
+// Location is the IANA time zone name, loaded once: time.LoadLocation
+// reads the zone's file at every call, and the engine asks at every fire.
+// Nil for "" or a name that is no zone.
+func Location(name string) *time.Location {
+	if name == "" {
+		return nil
+	}
+	if loc, ok := zones.Load(name); ok {
 		return loc.(*time.Location)
 	}
-	loc, err := time.LoadLocation(d.Timezone)
+	loc, err := time.LoadLocation(name)
 	if err != nil {
-		return time.UTC
+		return nil
 	}
-	zones.Store(d.Timezone, loc)
+	zones.Store(name, loc)
 	return loc
 }
 
-// zones keeps the time zones loaded: time.LoadLocation reads the zone's
-// file at every call, and the engine asks at every fire.
+// zones keeps the time zones Location loaded.
 var zones sync.Map
 
 func ceilDiv(a, b int64) int64 {

@@ -6,8 +6,9 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/jobdrop/jobdrop/task"
 )
 
 // Each user picks how the console shows times: in UTC (the default), in
@@ -54,7 +55,7 @@ func (z displayZone) in(taskZone string) *time.Location {
 			return z.localLoc
 		}
 	case zoneTask:
-		if loc := location(taskZone); loc != nil {
+		if loc := task.Location(taskZone); loc != nil {
 			return loc
 		}
 	}
@@ -71,26 +72,6 @@ func (z displayZone) Label() string {
 		return "each task's own zone (UTC where it has none)"
 	}
 	return "UTC"
-}
-
-// zones keeps the time zones loaded: time.LoadLocation reads a file at
-// every call.
-var zones sync.Map
-
-// location loads the IANA zone name; nil for none or an unknown one.
-func location(name string) *time.Location {
-	if name == "" {
-		return nil
-	}
-	if loc, ok := zones.Load(name); ok {
-		return loc.(*time.Location)
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil
-	}
-	zones.Store(name, loc)
-	return loc
 }
 
 // zoneCookie names the cookie of user's choice: each user of a browser
@@ -118,7 +99,7 @@ func parseZone(v string) displayZone {
 	case zoneTask:
 		return displayZone{Mode: zoneTask}
 	case zoneLocal:
-		if loc := location(name); loc != nil {
+		if loc := task.Location(name); loc != nil {
 			return displayZone{Mode: zoneLocal, Local: name, localLoc: loc}
 		}
 	}
