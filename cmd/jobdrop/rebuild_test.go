@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -42,8 +43,29 @@ func TestDatabaseDeletedWhileRunningIsRebuilt(t *testing.T) {
 	kafkatest.Eventually(t, 60*time.Second, "2 fires recorded and /readyz 200", func() bool {
 		before = snapshot()
 		code, _ := in.readyz()
-		return code == http.StatusOK && strings.Count(before["/api/executions"], `"fireId"`) == 2 &&
-			strings.Contains(before["/api/tasks"], `"completed"`)
+		if code != http.StatusOK || strings.Count(before["/api/executions"], `"fireId"`) != 2 {
+			return false
+		}
+		// The tasks' view is written apart from the executions': wait
+		// until it counts both fires too, or the snapshot is taken
+		// between the two and differs from any later one.
+		var tasks []struct {
+			Status     string `json:"status"`
+			FireCount  int    `json:"fireCount"`
+			Executions int    `json:"executions"`
+		}
+		if json.Unmarshal([]byte(before["/api/tasks"]), &tasks) != nil {
+			return false
+		}
+		fires, executions, completed := 0, 0, 0
+		for _, tk := range tasks {
+			fires += tk.FireCount
+			executions += tk.Executions
+			if tk.Status == "completed" {
+				completed++
+			}
+		}
+		return len(tasks) == 2 && fires == 1 && executions == 2 && completed == 1
 	})
 
 	db := filepath.Join(in.cfg.DataDir, dbFile)
