@@ -159,14 +159,42 @@ const (
 	StatusOverdue = "OVERDUE"
 )
 
-// Status is a worker's report on an execution, keyed by fire id.
+// Status is a worker's report on an execution, keyed by fire id: a new
+// status, lines for the execution's log, or both. A record with lines and
+// no status only adds to the log.
 type Status struct {
 	FireID  string `json:"fireId"`
-	Status  string `json:"status"`
+	Status  string `json:"status,omitempty"`
 	Message string `json:"message,omitempty"`
 	Worker  string `json:"worker,omitempty"`
 	At      int64  `json:"at"`
+	// Logs are lines the worker appends to the execution's log.
+	Logs []LogLine `json:"logs,omitempty"`
 }
+
+// LogLine is one line of an execution's log.
+type LogLine struct {
+	// At is when the worker wrote it, epoch ms.
+	At int64 `json:"at"`
+	// Level is LevelInfo or LevelError.
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+// Levels of a log line.
+const (
+	LevelInfo  = "info"
+	LevelError = "error"
+)
+
+// MaxLogMessage bounds the bytes of one log line's message; a longer one
+// is cut, and says so.
+const MaxLogMessage = 16 << 10
+
+// ReaperWorker is the worker a reaped execution's FAILED status names:
+// one left without a final status past its timeout and the grace after
+// it.
+const ReaperWorker = "reaper"
 
 // Audit actions.
 const (
@@ -204,6 +232,9 @@ const (
 	ActionTaskFireRetried = "task.fire_retried"
 	ActionTaskResumed     = "task.resumed"
 	ActionTaskRejected    = "task.rejected"
+	// An execution left without a final status past its task's timeout
+	// and the grace after it, marked FAILED.
+	ActionExecutionReaped = "execution.reaped"
 	// A request refused: wrong role, or a cross-origin write.
 	ActionAccessDenied = "access.denied"
 	// A node started, and had read everything committed before.

@@ -61,14 +61,17 @@ type topicPartition struct {
 //
 // The Recorder is the one caller in production; tests and tools may call
 // it with records they build themselves.
+//
+// Each execution keeps DefaultMaxLogBytes of log lines.
 func (s *Store) Apply(ctx context.Context, topics record.Topics, recs []*kgo.Record) (skipped []Skipped, err error) {
-	return s.apply(ctx, topics, recs, nil)
+	return s.apply(ctx, topics, recs, nil, DefaultMaxLogBytes)
 }
 
 // apply is Apply, adding to outcomes, when not nil, the final execution
-// statuses stored, by outcome (see applier.outcomes). The counts are
-// meaningless when it fails.
-func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Record, outcomes map[string]int) (skipped []Skipped, err error) {
+// statuses stored, by outcome (see applier.outcomes), and keeping logCap
+// bytes of each execution's log. The counts are meaningless when it
+// fails.
+func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Record, outcomes map[string]int, logCap int64) (skipped []Skipped, err error) {
 	db, done := s.writer()
 	defer done()
 	topics = topics.WithDefaults()
@@ -85,7 +88,7 @@ func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Rec
 	if err != nil {
 		return nil, fmt.Errorf("apply records: %w", err)
 	}
-	a := &applier{ctx: ctx, tx: tx, stmts: make(map[string]*sql.Stmt), outcomes: outcomes}
+	a := &applier{ctx: ctx, tx: tx, stmts: make(map[string]*sql.Stmt), outcomes: outcomes, logCap: logCap}
 	defer a.close()
 	advanced := make(map[topicPartition]bool)
 	for _, r := range recs {
@@ -190,6 +193,8 @@ type applier struct {
 	// the console shows once they are: SUCCESS, FAILED, or OVERDUE for a
 	// success reported past the execution's timeout.
 	outcomes map[string]int
+	// logCap is the bytes of log lines an execution keeps.
+	logCap int64
 }
 
 func (a *applier) stmt(query string) (*sql.Stmt, error) {
@@ -534,14 +539,36 @@ func (a *applier) status(r *kgo.Record) error {
 		return malformed("status has no fire id")
 	}
 	status := strings.ToUpper(strings.TrimSpace(st.Status))
+	at := millisOr(st.At, r)
+	if status == "" && len(st.Logs) > 0 {
+		return a.logs(st.FireID, st.Worker, at, st.Logs)
+	}
 	switch status {
 	case record.StatusRunning, record.StatusSuccess, record.StatusFailed:
 	default:
 		return malformed("status %q is not RUNNING, SUCCESS or FAILED", st.Status)
 	}
+	if err := a.logs(st.FireID, st.Worker, at, st.Logs); err != nil {
+		return err
+	}
+	if err := a.report(st, status, at); err != nil {
+		return err
+	}
+	if status != record.StatusRunning {
+		return nil
+	}
+	// It started at its first RUNNING, whatever came after.
+	return a.exec(`UPDATE executions SET started_at = min(coalesce(started_at, ?), ?) WHERE fire_id = ?`, at, at, st.FireID)
+}
+
+// report stores a status report on an execution.
+func (a *applier) report(st record.Status, status string, at int64) error {
 	// The newest report wins; an older one never replaces a newer, and at
 	// the same instant a final status beats RUNNING. The engine's FAILED
-	// for a refused attempt never replaces a later attempt's fire.
+	// for a refused attempt never replaces a later attempt's fire. The
+	// reaper's FAILED replaces no final status (a worker's report that
+	// came in meanwhile, or another node's reap of the same execution),
+	// and no RUNNING replaces it.
 	const upsert = `INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
@@ -551,8 +578,9 @@ func (a *applier) status(r *kgo.Record) error {
 			OR excluded.status_at > status_at
 			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING'))
 			AND NOT (excluded.status_worker = '` + engineWorker + `' AND target_offset >= 0
-				AND coalesce(fired_at, 0) > excluded.status_at)`
-	at := millisOr(st.At, r)
+				AND coalesce(fired_at, 0) > excluded.status_at)
+			AND NOT (excluded.status_worker = '` + record.ReaperWorker + `' AND status IN ('SUCCESS', 'FAILED'))
+			AND NOT (status_worker = '` + record.ReaperWorker + `' AND status = 'FAILED' AND excluded.status = 'RUNNING')`
 	if a.outcomes == nil || status == record.StatusRunning {
 		return a.exec(upsert, st.FireID, status, st.Message, st.Worker, at)
 	}

@@ -417,17 +417,18 @@ func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, erro
 }
 
 const executionColumns = `e.fire_id, e.host, e.name, e.topic, e.target_partition, e.target_offset, e.scheduled_at, e.fired_at,
-	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout, e.collapsed,
+	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout, e.collapsed, e.started_at,
 	coalesce((SELECT json_extract(nullif(t.definition, ''), '$.timezone') FROM tasks t WHERE t.key = e.host || '/' || e.name), '')`
 
 func scanExecution(s scanner) (storetype.Execution, error) {
 	var e storetype.Execution
-	var scheduled, fired, statusAt sql.NullInt64
+	var scheduled, fired, statusAt, started sql.NullInt64
 	var timeout int64
 	if err := s.Scan(&e.FireID, &e.Host, &e.Name, &e.Topic, &e.TargetPartition, &e.TargetOffset,
-		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Collapsed, &e.Timezone); err != nil {
+		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Collapsed, &started, &e.Timezone); err != nil {
 		return e, err
 	}
+	e.StartedAt = timePtr(started)
 	e.Timeout = time.Duration(timeout) * time.Millisecond
 	e.ScheduledAt = timePtr(scheduled)
 	e.FiredAt = timePtr(fired)
@@ -471,6 +472,19 @@ func executionWhere(f storetype.ExecutionFilter) ([]string, []any, error) {
 		args = append(args, st)
 	default:
 		return nil, nil, fmt.Errorf("status %q: %w", st, storetype.ErrBadFilter)
+	}
+	if len(f.Recorded) > 0 {
+		var in []string
+		for _, st := range f.Recorded {
+			switch st {
+			case storetype.ExecutionFired, storetype.ExecutionRunning, storetype.ExecutionSuccess, storetype.ExecutionFailed:
+			default:
+				return nil, nil, fmt.Errorf("recorded status %q: %w", st, storetype.ErrBadFilter)
+			}
+			in = append(in, "?")
+			args = append(args, st)
+		}
+		where = append(where, "e.status IN ("+strings.Join(in, ", ")+")")
 	}
 	if f.Task != "" {
 		host, name, _ := task.SplitKey(f.Task)

@@ -28,6 +28,10 @@ type RecorderConfig struct {
 	// MaxPollRecords bounds how many records go into one SQLite
 	// transaction. Defaults to 10000.
 	MaxPollRecords int
+	// MaxLogBytes bounds the log kept of each execution: past it, its
+	// oldest lines are dropped, and the log says how many. Defaults to
+	// DefaultMaxLogBytes.
+	MaxLogBytes int64
 	// Observe, if set, is told after every commit to SQLite what it
 	// stored and how far behind the recorder still is. It runs on the
 	// recorder's goroutine and must be quick.
@@ -106,6 +110,12 @@ func NewRecorder(st *Store, cfg RecorderConfig, log *slog.Logger) (*Recorder, er
 	}
 	if cfg.MaxPollRecords == 0 {
 		cfg.MaxPollRecords = 10000
+	}
+	if cfg.MaxLogBytes < 0 {
+		return nil, fmt.Errorf("new recorder: negative max log bytes %d", cfg.MaxLogBytes)
+	}
+	if cfg.MaxLogBytes == 0 {
+		cfg.MaxLogBytes = DefaultMaxLogBytes
 	}
 	cfg.Topics = cfg.Topics.WithDefaults()
 	if log == nil {
@@ -470,7 +480,7 @@ func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[
 		if *outcomes != nil && attempt > 1 {
 			*outcomes = make(map[string]int)
 		}
-		skipped, err := r.st.apply(ctx, r.cfg.Topics, recs, *outcomes)
+		skipped, err := r.st.apply(ctx, r.cfg.Topics, recs, *outcomes, r.cfg.MaxLogBytes)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

@@ -257,6 +257,9 @@ type Execution struct {
 	StatusMessage string     `json:"statusMessage,omitempty"`
 	Worker        string     `json:"worker,omitempty"`
 	StatusAt      *time.Time `json:"statusAt,omitempty"`
+	// StartedAt is when a worker first reported it RUNNING; nil until
+	// one did.
+	StartedAt *time.Time `json:"startedAt,omitempty"`
 	// Timeout is how long after its fire the execution may run without a
 	// final status; zero: no limit. Its JSON is in milliseconds, as the
 	// task's definition says it (see MarshalJSON).
@@ -344,6 +347,9 @@ type ExecutionFilter struct {
 	// SUCCESS, FAILED or OVERDUE (FIRED and RUNNING leave out the
 	// overdue ones), as of Now.
 	Status string
+	// Recorded keeps only executions recorded in one of these states
+	// (FIRED, RUNNING, SUCCESS, FAILED), overdue or not.
+	Recorded []string
 	// Now is the moment the overdue are told from. Defaults to the time
 	// of the query.
 	Now time.Time
