@@ -76,7 +76,14 @@ type State struct {
 	// brokers for a reason of the task's own, and once the engine's fault
 	// policy paused the task for it. Any command on the task clears it.
 	Fault *Fault `json:"fault,omitempty"`
+	// Format is FormatAvro for a task whose command came as
+	// light-scheduler's Avro: its fired events are Avro too. Empty: JSON.
+	Format string `json:"format,omitempty"`
 }
+
+// FormatAvro is State.Format of a task that came as light-scheduler's
+// Avro records, in Confluent's framing.
+const FormatAvro = "avro"
 
 // Fault is an occurrence whose fired event the brokers refused for a
 // reason of its task's own (too large for its target topic, a target

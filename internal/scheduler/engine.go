@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/avro"
 	"github.com/jobdrop/jobdrop/internal/backoff"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
@@ -62,6 +63,10 @@ type Config struct {
 	// anything was written. It runs on the partition's goroutine and must
 	// be quick.
 	OnRefused func(code string)
+	// Avro reads the commands that come as light-scheduler's Avro
+	// records and writes their tasks' events alike (avro.go). Nil: such
+	// commands are refused.
+	Avro *avro.Codec
 }
 
 // FaultPolicy is what the engine does with an occurrence whose fired

@@ -489,6 +489,9 @@ type fire struct {
 	offset    int64
 	triggered bool
 	err       error // what writing the event answered in the last attempt
+	// avro is the event of a task that came as Avro (avro.go); nil for
+	// JSON.
+	avro *avroEvent
 
 	// before is the task as it was before this fire, for a scheduled
 	// fire: what a refusal puts back.
@@ -537,6 +540,9 @@ func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, 
 	f.fireID = record.FireID(f.shape.Host, f.name(), at)
 	if err := r.e.cfg.Targets.Ensure(ctx, f.shape.Topic); err != nil {
 		f.err = fmt.Errorf("%w: %w", errTarget, err)
+	}
+	if s.avro {
+		r.encodeAvro(ctx, f)
 	}
 	s.fireCount++
 	return f
@@ -784,6 +790,9 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 	if f.collapsed > 0 {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireCollapsed, Value: []byte(strconv.Itoa(f.collapsed))})
 	}
+	if f.avro != nil {
+		rec.Key, rec.Value = f.avro.key, f.avro.value
+	}
 	return rec
 }
 
@@ -900,6 +909,9 @@ func (r *runner) refuse(c *change, f *fire, now int64) error {
 			LastFire: b.slot.lastFire, FireCount: b.slot.fireCount,
 			Source: record.Source{Batch: f.src.batch, File: f.src.file, Folder: f.src.folder, Actor: f.src.actor,
 				Row: int(b.slot.row)}}
+		if b.slot.avro {
+			st.Format = record.FormatAvro
+		}
 		if i, err = t.set(f.key, &d, &st, f.data); err != nil {
 			return err
 		}
@@ -976,12 +988,14 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		return nil
 	}
 	src := sourceOf(rec)
-	var d task.Definition
-	err := json.Unmarshal(rec.Value, &d)
+	cmd, err := r.command(ctx, rec)
+	if err != nil {
+		return err // the schema registry out of reach: read again after a restore
+	}
+	d, key, err := cmd.def, cmd.key, cmd.err
 	if err == nil {
 		err = d.Validate()
 	}
-	key := string(rec.Key)
 	if err == nil && key != d.Key() {
 		err = fmt.Errorf("record key %q does not match host/name %q", key, d.Key())
 	}
@@ -1033,12 +1047,16 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 			}
 			sameData = bytes.Equal(stored, data)
 		}
-		if sameData && d.Action == task.Insert && old.Equal(&d) {
+		format := cmd.format
+		if exists {
+			format = formatAfter(format, t.format(i), src)
+		}
+		if sameData && d.Action == task.Insert && old.Equal(&d) && format == t.format(i) {
 			outcome, detail = record.OutcomeNoChange, "identical to the stored definition"
 			break
 		}
 		accepted := rec.Timestamp.UnixMilli()
-		st := record.State{Definition: d, Anchor: d.Anchor(accepted), Source: src}
+		st := record.State{Definition: d, Anchor: d.Anchor(accepted), Source: src, Format: format}
 		if exists && d.Start == nil && sameCadence(&old, &d) {
 			// A task with no start of its own keeps the cadence it was
 			// given when created: paused and resumed, or dropped again

@@ -59,6 +59,7 @@ type slot struct {
 	sameHash  int32 // next slot whose key has the same hash; -1: none
 	keyLen    uint16
 	hasStart  bool
+	avro      bool // fires Avro events: record.State.Format
 }
 
 func (s *slot) blob() spillRef { return spillRef{off: s.off, n: s.n} }
@@ -146,6 +147,7 @@ func (t *table) set(key string, d *task.Definition, st *record.State, data []byt
 	s.off, s.n, s.keyLen, s.row = ref.off, ref.n, uint16(len(key)), int32(st.Source.Row)
 	// A task with a start is anchored at it (task.Definition.Anchor).
 	s.hasStart = d.Start != nil && *d.Start == st.Anchor
+	s.avro = st.Format == record.FormatAvro
 	s.shape = t.shapes.add(keyOf(d), func() *task.Definition {
 		shape := *d
 		shape.Name, shape.Start, shape.Data = "", nil, nil
@@ -254,6 +256,9 @@ func (t *table) state(i int32, key string, now int64) record.State {
 	}
 	if f, ok := t.faults[i]; ok {
 		st.Fault = &f
+	}
+	if s.avro {
+		st.Format = record.FormatAvro
 	}
 	return st
 }
