@@ -141,6 +141,9 @@ type Definition struct {
 	// Timeout, in milliseconds, flags an execution with no final status
 	// that long after its fire as overdue. Zero means no timeout.
 	Timeout int64 `json:"timeout,omitempty"`
+	// Message, when set, is the record the task fires in place of
+	// jobdrop's event: a schedule of kafka-message-scheduler's protocol.
+	Message *Message `json:"message,omitempty"`
 }
 
 // Paused reports whether the task is paused.

@@ -61,7 +61,7 @@ func (d *Definition) Validate() error {
 		return errors.Join(errs...)
 	}
 	checkName("topic", d.Topic, true)
-	if d.Topic != "" && !validTopic(d.Topic) {
+	if d.Topic != "" && !ValidTopic(d.Topic) {
 		bad("topic", d.Topic, "must be a Kafka topic name: letters, digits, '.', '_' or '-', at most 249")
 	}
 	if f := d.Frequency; f != nil {
@@ -131,6 +131,9 @@ func (d *Definition) Validate() error {
 			break
 		}
 	}
+	if d.Message != nil {
+		d.validateMessage(bad)
+	}
 	return errors.Join(errs...)
 }
 
@@ -153,7 +156,8 @@ func FieldErrors(err error) []*FieldError {
 	return out
 }
 
-func validTopic(t string) bool {
+// ValidTopic reports whether t is a name Kafka takes for a topic.
+func ValidTopic(t string) bool {
 	if len(t) > 249 || t == "." || t == ".." {
 		return false
 	}

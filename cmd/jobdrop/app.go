@@ -41,6 +41,9 @@ type started struct {
 	console string // base URL
 	// routes are the patterns the console serves (web.Server.Routes).
 	routes []string
+	// messageAdmin is the base URL of kafka-message-scheduler's admin
+	// REST, when on.
+	messageAdmin string
 }
 
 // dbFile is the SQLite file inside the data dir.
@@ -123,6 +126,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		OnCommit:       countFires(met, h.clock),
 		Refused:        cfg.Scheduler.Refused,
 		OnRefused:      met.FireRefused,
+		ScheduleTopics: cfg.MessageScheduler.Topics,
 	}, log)
 	if err != nil {
 		return err
@@ -187,11 +191,19 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	srv := console.HTTPServer()
 	url := "http://" + ln.Addr().String()
 	log.Info("console listening", "url", url)
+	msLn, err := listenMessageAdmin(cfg.MessageScheduler)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if h.started != nil {
-		h.started(started{brokers: brokers, console: url, routes: console.Routes()})
+		h.started(started{brokers: brokers, console: url, routes: console.Routes(), messageAdmin: addrURL(msLn)})
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
+	if err := startMessageScheduler(ctx, g, cfg, base, brokers, admin, st, msLn, log); err != nil {
+		return err
+	}
 	g.Go(func() error { return rec.Run(ctx) })
 	g.Go(func() error { return eng.Run(ctx) })
 	// The dashboard's timeline of the next 24 hours and its charts of the

@@ -39,6 +39,8 @@ type Config struct {
 	Scheduler SchedulerConfig `yaml:"scheduler"`
 	Pacing    injector.Pacing `yaml:"pacing"`
 	Log       LogConfig       `yaml:"log"`
+	// MessageScheduler reads kafka-message-scheduler's schedule topics.
+	MessageScheduler MessageSchedulerConfig `yaml:"message_scheduler"`
 }
 
 // ConsoleConfig configures the web console.
@@ -409,6 +411,7 @@ func (c Config) validate() error {
 		}
 	}
 	errs = append(errs, c.Kafka.Validate())
+	errs = append(errs, c.MessageScheduler.validate())
 	if err := c.Scheduler.Refused.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("scheduler.refused_fires.%w", err))
 	}

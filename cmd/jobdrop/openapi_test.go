@@ -857,6 +857,22 @@ func (c *contract) nextHeld(name, content, prev string) storetype.Batch {
 	c.t.Helper()
 	c.in.drop(name, content)
 	var found storetype.Batch
+	defer func() {
+		if c.t.Failed() {
+			// What the console and the log said, for the one who reads
+			// why no file was held.
+			var files []storetype.Batch
+			_ = c.in.getJSON("/api/files?limit=20", &files)
+			for _, b := range files {
+				c.t.Logf("file %s %s status=%s kept=%v", b.ID[:12], b.File, b.Status, b.Kept)
+			}
+			entries, _ := os.ReadDir(c.in.inbox)
+			for _, e := range entries {
+				c.t.Logf("inbox: %s", e.Name())
+			}
+			c.t.Logf("log:\n%s", c.in.logs.String())
+		}
+	}()
 	kafkatest.Eventually(c.t, 60*time.Second, name+" held", func() bool {
 		var files []storetype.Batch
 		c.want(200, exchange{method: "GET", path: "/api/files?status=held", user: "vera"}).json(c.t, &files)

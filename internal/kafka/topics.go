@@ -427,3 +427,11 @@ func (t *TargetTopics) Forget(topic string) {
 	delete(t.known, topic)
 	t.mu.Unlock()
 }
+
+// ScheduleTopics checks topics of schedules, as Targets does, creating a
+// missing one compacted: the latest version of every schedule is kept.
+func (c Config) ScheduleTopics(cl *kgo.Client) *TargetTopics {
+	t := c.Targets(cl)
+	t.configs = topicConfigs(c.WithDefaults(), true)
+	return t
+}

@@ -158,3 +158,22 @@ func TopicFault(err error) bool {
 	return errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
 		errors.Is(err, kerr.InvalidTopicException)
 }
+
+// ManualFor writes the records of the topics in manual to the partition
+// each names, and those of every other topic by key, as Kafka's Java
+// clients do.
+func ManualFor(manual map[string]bool) kgo.Partitioner {
+	return manualFor{manual: manual, other: kgo.StickyKeyPartitioner(nil)}
+}
+
+type manualFor struct {
+	manual map[string]bool
+	other  kgo.Partitioner
+}
+
+func (p manualFor) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.manual[topic] {
+		return kgo.ManualPartitioner().ForTopic(topic)
+	}
+	return p.other.ForTopic(topic)
+}

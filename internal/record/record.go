@@ -39,6 +39,17 @@ const (
 	HeaderFireCollapsed = "scheduler-collapsed"
 )
 
+// Headers of kafka-message-scheduler's protocol. A schedule carries the
+// first three; the record it fires carries the last three in their place.
+const (
+	HeaderScheduleEpoch       = "scheduler-epoch"
+	HeaderScheduleTargetTopic = "scheduler-target-topic"
+	HeaderScheduleTargetKey   = "scheduler-target-key"
+	HeaderScheduleTimestamp   = "scheduler-timestamp"
+	HeaderScheduleKey         = "scheduler-key"
+	HeaderScheduleTopic       = "scheduler-topic"
+)
+
 // HeaderEnd on a state tombstone says why the task ended.
 const HeaderEnd = "jobdrop-end"
 
@@ -239,6 +250,11 @@ const (
 	ActionTaskFireRetried = "task.fire_retried"
 	ActionTaskResumed     = "task.resumed"
 	ActionTaskRejected    = "task.rejected"
+	// ActionScheduleRejected is a record of a schedule topic that is no
+	// valid schedule; ActionScheduleDropped one that arrived past due by
+	// more than the grace.
+	ActionScheduleRejected = "schedule.rejected"
+	ActionScheduleDropped  = "schedule.dropped"
 	// An execution left without a final status past its task's timeout
 	// and the grace after it, marked FAILED.
 	ActionExecutionReaped = "execution.reaped"

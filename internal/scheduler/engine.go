@@ -67,6 +67,10 @@ type Config struct {
 	// records and writes their tasks' events alike (avro.go). Nil: such
 	// commands are refused.
 	Avro *avro.Codec
+	// ScheduleTopics are the topics of message schedules (see
+	// message.go): a fired schedule's tombstone goes to the partition the
+	// schedule was read from.
+	ScheduleTopics []string
 }
 
 // FaultPolicy is what the engine does with an occurrence whose fired

@@ -175,7 +175,7 @@ func (r *runner) session(ctx context.Context) error {
 	r.prod, err = kgo.NewClient(append([]kgo.Opt{
 		kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", cfg.Group, cfg.Topics.Input, r.p)),
 		kgo.TransactionTimeout(30 * time.Second),
-		kgo.RecordPartitioner(statePartitioner{state: cfg.Topics.State, other: kgo.StickyKeyPartitioner(nil)}),
+		kgo.RecordPartitioner(kafka.ManualFor(manualTopics(cfg))),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 		// A target topic the brokers do not know is asked for once more
 		// (a topic just created may not be known everywhere yet), then
@@ -489,6 +489,9 @@ type fire struct {
 	offset    int64
 	triggered bool
 	err       error // what writing the event answered in the last attempt
+	// msg is the message a message task fires (see message.go); nil for
+	// a task of jobdrop's own.
+	msg *task.Message
 	// avro is the event of a task that came as Avro (avro.go); nil for
 	// JSON.
 	avro *avroEvent
@@ -540,6 +543,9 @@ func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, 
 	f.fireID = record.FireID(f.shape.Host, f.name(), at)
 	if err := r.e.cfg.Targets.Ensure(ctx, f.shape.Topic); err != nil {
 		f.err = fmt.Errorf("%w: %w", errTarget, err)
+	}
+	if f.shape.Message != nil {
+		r.prepareMessage(ctx, f)
 	}
 	if s.avro {
 		r.encodeAvro(ctx, f)
@@ -734,6 +740,9 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 			x.Partition, x.Offset = -1, -1
 		}
 		produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: encode(x)})
+		if f.msg != nil && f.refused == nil {
+			r.messageAfter(f, produce)
+		}
 		switch {
 		case f.refused != nil:
 			s := encode(record.Status{FireID: f.fireID, Status: record.StatusFailed, Message: f.refused.message(r.e.cfg.Refused.Attempts),
@@ -775,6 +784,9 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 
 // event is the record of fire f fired at now, for its target topic.
 func (r *runner) event(f *fire, now int64) *kgo.Record {
+	if f.msg != nil {
+		return r.messageEvent(f)
+	}
 	d, name := f.shape, f.name()
 	v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
 		FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
@@ -1004,7 +1016,7 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		c.audits = append(c.audits, r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp))
 		return nil
 	}
-	data := splitData(&d)
+	data := splitPayload(&d)
 	t := r.tasks
 	i, exists, err := t.find(key)
 	if err != nil {
@@ -1212,19 +1224,15 @@ func fenced(err error) error {
 	return err
 }
 
-// statePartitioner writes the state topic to the partition the record names
-// (the runner's own) and every other topic by key, as Kafka's Java clients
-// do, so downstream consumers see a task's events in order.
-type statePartitioner struct {
-	state string
-	other kgo.Partitioner
-}
-
-func (p statePartitioner) ForTopic(topic string) kgo.TopicPartitioner {
-	if topic == p.state {
-		return kgo.ManualPartitioner().ForTopic(topic)
+// manualTopics are the topics whose records name their partition: the
+// state topic (the runner's own partition) and the schedule topics (a
+// fired schedule's tombstone goes where the schedule was).
+func manualTopics(cfg Config) map[string]bool {
+	m := map[string]bool{cfg.Topics.State: true}
+	for _, t := range cfg.ScheduleTopics {
+		m[t] = true
 	}
-	return p.other.ForTopic(topic)
+	return m
 }
 
 func newNonce() string {

@@ -71,7 +71,7 @@ func TestSpillReadsBackWhatItKeeps(t *testing.T) {
 // field would share one shape.
 func TestShapeKeyCoversDefinition(t *testing.T) {
 	known := []string{"Host", "Name", "Action", "Frequency", "Topic", "Start", "Data", "Cron", "CronDialect", "Timezone",
-		"End", "Window", "Misfire", "Active", "Timeout"}
+		"End", "Window", "Misfire", "Active", "Timeout", "Message"}
 	typ := reflect.TypeFor[task.Definition]()
 	var fields []string
 	for i := range typ.NumField() {

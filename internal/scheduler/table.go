@@ -412,11 +412,12 @@ type shapeKey struct {
 	from, to, days                                        string
 	active                                                int8 // 0 absent, 1 true, 2 false
 	timeout                                               int64
+	message                                               bool // its payload is a message (splitPayload)
 }
 
 func keyOf(d *task.Definition) shapeKey {
 	k := shapeKey{host: d.Host, action: string(d.Action), topic: d.Topic, cron: d.Cron, dialect: string(d.CronDialect),
-		timezone: d.Timezone, misfire: string(d.Misfire), timeout: d.Timeout}
+		timezone: d.Timezone, misfire: string(d.Misfire), timeout: d.Timeout, message: d.Message != nil}
 	if d.Frequency != nil {
 		k.hasFrequency, k.unit, k.every = true, d.Frequency.TimeUnit, d.Frequency.Time
 	}

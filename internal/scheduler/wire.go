@@ -13,10 +13,11 @@ import (
 // ever copied into fired events and state records, and a map per task
 // would cost several times the bytes of its content.
 
-// defWire is a definition whose data stays raw JSON.
+// defWire is a definition whose data, or message, stays raw JSON.
 type defWire struct {
 	task.Definition
-	Data json.RawMessage `json:"data"` // shadows Definition.Data
+	Data    json.RawMessage `json:"data"`              // shadows Definition.Data
+	Message json.RawMessage `json:"message,omitempty"` // shadows Definition.Message
 }
 
 // stateWire is record.State with its definition's data raw.
@@ -39,14 +40,19 @@ func encode(v any) []byte {
 	return b
 }
 
-// encodeState is the state record of a task whose definition's data is
-// data.
-func encodeState(st record.State, data json.RawMessage) []byte {
-	return encode(stateWire{State: st, Definition: defWire{Definition: st.Definition, Data: data}})
+// encodeState is the state record of a task whose definition's payload
+// (its data, or its message: see splitPayload) is payload.
+func encodeState(st record.State, payload json.RawMessage) []byte {
+	w := defWire{Definition: st.Definition, Data: payload}
+	if st.Definition.Message != nil {
+		w.Data, w.Message = nil, payload
+	}
+	return encode(stateWire{State: st, Definition: w})
 }
 
-// decodeState reads a state record: the task's definition (its Data nil),
-// its state and its data as raw JSON. A restore decodes every task of a
+// decodeState reads a state record: the task's definition (its Data nil,
+// its Message the mark splitPayload leaves), its state and its payload as
+// raw JSON. A restore decodes every task of a
 // partition, so this is what a restart waits for: segmentio's decoder, a
 // drop-in for encoding/json, reads these records four times as fast.
 func decodeState(v []byte) (record.State, json.RawMessage, error) {
@@ -55,7 +61,23 @@ func decodeState(v []byte) (record.State, json.RawMessage, error) {
 		return record.State{}, nil, err
 	}
 	w.State.Definition = w.Definition.Definition
+	if len(w.Definition.Message) > 0 && string(w.Definition.Message) != "null" {
+		w.State.Definition.Message = &task.Message{}
+		return w.State, w.Definition.Message, nil
+	}
 	return w.State, rawData(w.Definition.Data), nil
+}
+
+// splitPayload takes out of d what its fires carry, as raw JSON: its
+// message, leaving an empty one behind to mark the task's kind, or else
+// its data map. Either is kept with the task's key, never in its shape.
+func splitPayload(d *task.Definition) json.RawMessage {
+	if d.Message != nil {
+		v := encode(d.Message)
+		d.Message = &task.Message{}
+		return v
+	}
+	return splitData(d)
 }
 
 // splitData takes the data map out of d, as raw JSON.

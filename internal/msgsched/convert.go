@@ -1,0 +1,146 @@
+// Package msgsched reads kafka-message-scheduler's schedule topics: each
+// record with its scheduling headers becomes a one-shot task on jobdrop's
+// input topic, fired by the engine as the record it carries (see
+// internal/scheduler/message.go). It also answers the REST endpoints that
+// scheduler's admin page reads.
+package msgsched
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+// Actor is who the commands and audit events of schedules are by.
+const Actor = "message-scheduler"
+
+// HeaderDropped marks the tombstone of a schedule dropped as too late:
+// reading it back changes nothing.
+const HeaderDropped = "jobdrop-schedule-dropped"
+
+// converter turns schedule records into what the bridge writes.
+type converter struct {
+	input, audit string
+	history      string
+	grace        time.Duration
+	now          func() time.Time
+}
+
+// convert is what one schedule record becomes, all in the transaction
+// that moves the bridge past it: a command on the input topic, and for a
+// schedule dropped or rejected its audit event (and, dropped, its
+// tombstone).
+func (c converter) convert(rec *kgo.Record) []*kgo.Record {
+	if rec.Value == nil && (header(rec, record.HeaderFireID) != nil || header(rec, HeaderDropped) != nil) {
+		return nil // the tombstone of a schedule fired or dropped: done already
+	}
+	if len(rec.Key) == 0 {
+		return []*kgo.Record{c.auditRec(rec, "", record.ActionScheduleRejected, record.OutcomeRejected,
+			"has no key: a schedule's key names it")}
+	}
+	host, name := rec.Topic, task.EscapeName(rec.Key)
+	key := task.Key(host, name)
+	if len(name) > task.MaxNameLen {
+		return []*kgo.Record{c.auditRec(rec, "", record.ActionScheduleRejected, record.OutcomeRejected,
+			fmt.Sprintf("key is %d bytes long (escaped): at most %d are kept", len(name), task.MaxNameLen))}
+	}
+	if rec.Value == nil {
+		return []*kgo.Record{c.command(key, task.Definition{Host: host, Name: name, Action: task.Delete})}
+	}
+	d, err := c.definition(rec, host, name)
+	if err != nil {
+		return []*kgo.Record{c.auditRec(rec, key, record.ActionScheduleRejected, record.OutcomeRejected, err.Error())}
+	}
+	if late := rec.Timestamp.Sub(task.Time(*d.Start)); late > c.grace {
+		// Past due on arrival by more than the grace: dropped, and any
+		// earlier version it replaces goes with it.
+		return []*kgo.Record{
+			c.command(key, task.Definition{Host: host, Name: name, Action: task.Delete}),
+			{Topic: rec.Topic, Partition: rec.Partition, Key: rec.Key,
+				Headers: []kgo.RecordHeader{{Key: HeaderDropped, Value: []byte("late")}}},
+			c.auditRec(rec, key, record.ActionScheduleDropped, record.OutcomeRejected, fmt.Sprintf(
+				"due at %s, %s before it arrived: more than the grace of %s",
+				task.Time(*d.Start).Format(time.RFC3339), late.Round(time.Millisecond), c.grace)),
+		}
+	}
+	return []*kgo.Record{c.command(key, d)}
+}
+
+// definition reads a schedule: its three headers, its value and where it
+// was read from.
+func (c converter) definition(rec *kgo.Record, host, name string) (task.Definition, error) {
+	var missing []string
+	get := func(h string) []byte {
+		v := header(rec, h)
+		if v == nil {
+			missing = append(missing, h)
+		}
+		return v
+	}
+	epoch, topic, target := get(record.HeaderScheduleEpoch), get(record.HeaderScheduleTargetTopic), get(record.HeaderScheduleTargetKey)
+	if len(missing) > 0 {
+		return task.Definition{}, fmt.Errorf("is no schedule: header %s missing", strings.Join(missing, ", "))
+	}
+	secs, err := strconv.ParseInt(strings.TrimSpace(string(epoch)), 10, 64)
+	if err != nil || secs < 0 || secs > 1<<40 {
+		return task.Definition{}, fmt.Errorf("header %s %q: want the fire time in whole seconds since 1970", record.HeaderScheduleEpoch, epoch)
+	}
+	m := &task.Message{Key: target, Value: rec.Value, History: c.history,
+		From: task.Origin{Topic: rec.Topic, Partition: rec.Partition, Key: rec.Key, Timestamp: rec.Timestamp.UnixMilli()}}
+	for _, h := range rec.Headers {
+		switch h.Key {
+		case record.HeaderScheduleEpoch, record.HeaderScheduleTargetTopic, record.HeaderScheduleTargetKey:
+		default:
+			m.Headers = append(m.Headers, task.Header{Key: h.Key, Value: h.Value})
+		}
+	}
+	d := task.Definition{Host: host, Name: name, Action: task.Insert, Topic: string(topic),
+		Start: task.Ptr(secs * 1000), Message: m}
+	if err := d.Validate(); err != nil {
+		return task.Definition{}, fmt.Errorf("header %s: %w", record.HeaderScheduleTargetTopic, err)
+	}
+	return d, nil
+}
+
+// command is the input topic's record of d.
+func (c converter) command(key string, d task.Definition) *kgo.Record {
+	v, _ := json.Marshal(d)
+	return &kgo.Record{Topic: c.input, Key: []byte(key), Value: v,
+		Headers: []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte(Actor)}}}
+}
+
+// auditRec is the audit event of a schedule record the bridge did not
+// take as it came: what it was (topic, partition, offset, key) and why.
+func (c converter) auditRec(rec *kgo.Record, object, action, outcome, why string) *kgo.Record {
+	where := fmt.Sprintf("%s partition %d offset %d", rec.Topic, rec.Partition, rec.Offset)
+	if object == "" {
+		object = where
+	}
+	now := c.now()
+	a := record.Audit{ID: action + ":" + where, At: now.UnixMilli(),
+		Actor: Actor, Action: action, Object: object, Outcome: outcome,
+		Detail: fmt.Sprintf("schedule at %s (key %q) %s", where, rec.Key, why)}
+	v, _ := json.Marshal(a)
+	return &kgo.Record{Topic: c.audit, Key: []byte(Actor), Value: v}
+}
+
+// header is the value of the last header called key, nil when none is.
+func header(rec *kgo.Record, key string) []byte {
+	var v []byte
+	for _, h := range rec.Headers {
+		if h.Key == key {
+			v = h.Value
+			if v == nil {
+				v = []byte{}
+			}
+		}
+	}
+	return v
+}
