@@ -789,6 +789,43 @@ func (in *Injector) ReportStatus(ctx context.Context, actor string, s record.Sta
 	})
 }
 
+// AppendLogs writes a worker's log lines on an execution to the status
+// topic. They are not audited: a log is the worker's, not an action on
+// jobdrop.
+func (in *Injector) AppendLogs(ctx context.Context, s record.Status) error {
+	v, _ := json.Marshal(s)
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		produce(&kgo.Record{Topic: in.cfg.Topics.Status, Key: []byte(s.FireID), Value: v})
+		return nil
+	})
+}
+
+// Trigger sends a TRIGGER command for the task host/name and returns the
+// fire id the engine gives the fire it asks for (see
+// record.TriggerFireID): it follows from where the command was written.
+func (in *Injector) Trigger(ctx context.Context, actor, host, name string) (string, error) {
+	d := task.Definition{Host: host, Name: name, Action: task.Trigger}
+	rec := in.command(&d, record.Source{Actor: actor}, 0)
+	if err := in.transact(ctx, func(produce func(*kgo.Record)) error {
+		produce(rec)
+		return nil
+	}); err != nil {
+		return "", err
+	}
+	return record.TriggerFireID(host, name, rec.Partition, rec.Offset), nil
+}
+
+// Reap writes the FAILED status of an execution left with no final
+// status, with its audit event, in one transaction.
+func (in *Injector) Reap(ctx context.Context, s record.Status, a record.Audit) error {
+	v, _ := json.Marshal(s)
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		produce(&kgo.Record{Topic: in.cfg.Topics.Status, Key: []byte(s.FireID), Value: v})
+		produce(in.encodeAudit(a))
+		return nil
+	})
+}
+
 // Audit writes one audit event on its own.
 func (in *Injector) Audit(ctx context.Context, a record.Audit) error {
 	return in.transact(ctx, func(produce func(*kgo.Record)) error {

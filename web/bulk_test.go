@@ -58,6 +58,26 @@ func (e *engineLoop) Send(_ context.Context, actor string, defs ...task.Definiti
 
 func (e *engineLoop) ReportStatus(context.Context, string, record.Status) error { return nil }
 
+// AppendLogs records the lines as the recorder would from the status
+// topic.
+func (e *engineLoop) AppendLogs(_ context.Context, s record.Status) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.f.add(topics.Status, s.FireID, s)
+	return nil
+}
+
+// Trigger fires the task at once, as the engine would: its execution is
+// recorded, under a fire id of its own.
+func (e *engineLoop) Trigger(_ context.Context, _ string, host, name string) (string, error) {
+	at := e.now()
+	id := record.TriggerFireID(host, name, 0, at.UnixNano())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.f.add(topics.Executions, id, record.Execution{FireID: id, Host: host, Name: name, Topic: "jobs", ScheduledAt: ms(at), FiredAt: ms(at)})
+	return id, nil
+}
+
 func (e *engineLoop) Audit(_ context.Context, a record.Audit) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -17,6 +17,12 @@ type Commander interface {
 	// ReportStatus commits a worker's report on an execution with its
 	// audit event.
 	ReportStatus(ctx context.Context, actor string, s record.Status) error
+	// AppendLogs commits a worker's log lines on an execution (s.Logs;
+	// s.Status is empty) to the status topic.
+	AppendLogs(ctx context.Context, s record.Status) error
+	// Trigger commits a command that fires the task host/name now, and
+	// returns the fire id the engine gives that fire.
+	Trigger(ctx context.Context, actor, host, name string) (fireID string, err error)
 	// Audit commits one audit event, such as a refused request.
 	Audit(ctx context.Context, a record.Audit) error
 }

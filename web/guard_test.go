@@ -51,6 +51,10 @@ func (c *commander) Send(_ context.Context, _ string, defs ...task.Definition) e
 
 func (c *commander) ReportStatus(context.Context, string, record.Status) error { return nil }
 
+func (c *commander) AppendLogs(context.Context, record.Status) error { return nil }
+
+func (c *commander) Trigger(context.Context, string, string, string) (string, error) { return "", nil }
+
 func (c *commander) Audit(_ context.Context, a record.Audit) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

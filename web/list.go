@@ -302,6 +302,13 @@ func thousands(n int) string {
 // null), the total in X-Total-Count, and the first, previous and next
 // pages as Link headers (RFC 8288), relative to the API's root.
 func writePage[T any](s *Server, w http.ResponseWriter, r *http.Request, params []string, p storetype.Page[T], rows []T) {
+	pageHeaders(w, r, params, p)
+	s.writeJSON(w, r, nonNil(rows))
+}
+
+// pageHeaders says where a page of a list is: the Link header leads to
+// the next, previous and first pages, X-Total-Count counts the list.
+func pageHeaders[T any](w http.ResponseWriter, r *http.Request, params []string, p storetype.Page[T]) {
 	pg := pagerOf(r, params, p, "")
 	var links []string
 	for _, l := range []struct{ url, rel string }{{pg.NextURL, "next"}, {pg.PrevURL, "prev"}, {pg.FirstURL, "first"}} {
@@ -313,7 +320,6 @@ func writePage[T any](s *Server, w http.ResponseWriter, r *http.Request, params 
 		w.Header().Set("Link", strings.Join(links, ", "))
 	}
 	w.Header().Set("X-Total-Count", strconv.Itoa(p.Total))
-	s.writeJSON(w, r, nonNil(rows))
 }
 
 // sortOption is one order a list's form offers; Value "" is the default.

@@ -41,6 +41,7 @@ type Source interface {
 	Executions(ctx context.Context, f storetype.ExecutionFilter) (storetype.Page[storetype.Execution], error)
 	EachExecution(ctx context.Context, f storetype.ExecutionFilter, fn func(storetype.Execution) error) error
 	ExecutionByFireID(ctx context.Context, fireID string) (storetype.Execution, error)
+	ExecutionLog(ctx context.Context, fireID string, from, to time.Time, limit int) (storetype.ExecutionLog, error)
 	Audit(ctx context.Context, f storetype.AuditFilter) (storetype.Page[storetype.AuditEvent], error)
 	AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error)
 	EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error
@@ -226,6 +227,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.Handle("GET /tasks", tasksHandler{s})
 	mux.Handle("GET /tasks/{key...}", taskHandler{s})
 	mux.Handle("GET /executions", executionsHandler{s})
+	mux.Handle("GET /executions/{fireId}", executionHandler{s})
 	mux.Handle("GET /audit", auditHandler{s})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 
@@ -258,6 +260,12 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("POST /api/tasks/{rest...}", s.postTasks)
 	mux.HandleFunc("DELETE /api/tasks/{key...}", s.deleteTask)
 	mux.HandleFunc("POST /api/executions/{fireId}/status", s.postStatus)
+	mux.HandleFunc("POST /api/executions/{fireId}/logs", s.postLogs)
+	mux.HandleFunc("GET /api/executions/{fireId}/logs", s.apiExecutionLogs)
+	mux.HandleFunc("POST /api/v1/tasks", s.v1PostTask)
+	mux.HandleFunc("GET /api/v1/tasks", s.v1ListTasks)
+	mux.HandleFunc("GET /api/v1/tasks/{id}", s.v1GetTask)
+	mux.HandleFunc("GET /api/v1/tasks/{id}/logs", s.v1TaskLogs)
 	mux.HandleFunc("POST /api/diff", s.postDiff)
 	mux.HandleFunc("POST /api/files/{id}/apply", s.decideHeld(true))
 	mux.HandleFunc("POST /api/files/{id}/reject", s.decideHeld(false))

@@ -1,0 +1,163 @@
+package sweep_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/store"
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/internal/sweep"
+)
+
+var topics = record.Topics{}.WithDefaults()
+
+// node is one jobdrop node's part in reaping: its store, filled by its
+// recorder, and its sweeper, writing through its injector.
+type node struct {
+	st *store.Store
+	sw *sweep.Sweeper
+}
+
+func startNode(t *testing.T, ctx context.Context, brokers []string, name string, now func() time.Time) node {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "jobdrop.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: opts}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	inj, err := injector.New(injector.Config{ClientOpts: opts, TransactionalID: "injector-" + name, Now: now}, st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(inj.Close)
+	sw, err := sweep.New(sweep.Config{Node: name, ReapGrace: time.Minute, Now: now}, st, inj, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node{st: st, sw: sw}
+}
+
+// TestReapOnceAcrossNodes: two nodes find the same execution left RUNNING
+// past its timeout and the grace; both write the reap; each node's view
+// shows it FAILED by the reaper once, with one audit event, while an
+// execution a worker finished and one still within its grace are left
+// alone.
+func TestReapOnceAcrossNodes(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cl := kafkatest.Client(t, brokers, kgo.TransactionalID("worker"))
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 2, 1, nil, topics.All()...); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a := startNode(t, ctx, brokers, "node-a", clock)
+	b := startNode(t, ctx, brokers, "node-b", clock)
+
+	// Fired 10 minutes ago with a 5-minute timeout: "left" is RUNNING,
+	// "done" a worker finished; "young" fired 5m30s ago is within its
+	// minute of grace.
+	var recs []*kgo.Record
+	put := func(topic, key string, v any) {
+		b, _ := json.Marshal(v)
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(key), Value: b})
+	}
+	for id, fired := range map[string]time.Time{"left": now.Add(-10 * time.Minute), "done": now.Add(-10 * time.Minute), "young": now.Add(-330 * time.Second)} {
+		put(topics.Executions, id, record.Execution{FireID: id, Host: "acme", Name: id, Topic: "jobs", FiredAt: fired.UnixMilli(), Timeout: (5 * time.Minute).Milliseconds()})
+	}
+	put(topics.Status, "left", record.Status{FireID: "left", Status: "RUNNING", Worker: "w1", At: now.Add(-9 * time.Minute).UnixMilli()})
+	put(topics.Status, "done", record.Status{FireID: "done", Status: "SUCCESS", Worker: "w1", At: now.Add(-8 * time.Minute).UnixMilli()})
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	status := func(n node, id string) storetype.Execution {
+		e, _ := n.st.ExecutionByFireID(ctx, id)
+		return e
+	}
+	for _, n := range []node{a, b} {
+		kafkatest.Eventually(t, 30*time.Second, "the executions recorded", func() bool {
+			return status(n, "left").Status == "RUNNING" && status(n, "done").Status == "SUCCESS" && status(n, "young").Status == "FIRED"
+		})
+	}
+
+	for _, n := range []node{a, b} {
+		if err := n.sw.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []node{a, b} {
+		kafkatest.Eventually(t, 30*time.Second, "left reaped", func() bool { return status(n, "left").Status == "FAILED" })
+		left := status(n, "left")
+		if left.Worker != record.ReaperWorker || left.StatusMessage != "no final status within timeout (5m0s) + grace (1m0s); reaped" ||
+			!left.StatusAt.Equal(now.Add(-4*time.Minute)) {
+			t.Errorf("left: %q by %q at %v; want the reaper's, at its deadline plus the grace", left.StatusMessage, left.Worker, left.StatusAt)
+		}
+		if e := status(n, "done"); e.Status != "SUCCESS" || e.Worker != "w1" {
+			t.Errorf("done: %s by %s", e.Status, e.Worker)
+		}
+		if e := status(n, "young"); e.Status != "FIRED" {
+			t.Errorf("young, within its grace: %s", e.Status)
+		}
+		kafkatest.Eventually(t, 30*time.Second, "both reaps' audit records read", func() bool {
+			offsets, _ := n.st.Offsets(ctx)
+			var read int64
+			for _, o := range offsets[topics.Audit] {
+				read += o
+			}
+			return read >= 4 // two events and their commit markers
+		})
+		events, err := n.st.Audit(ctx, storetype.AuditFilter{Action: record.ActionExecutionReaped})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events.Rows) != 1 || events.Rows[0].Object != "left" {
+			t.Errorf("reap events: %+v; want one, for left", events.Rows)
+		}
+	}
+	if got := len(kafkatest.Drain(t, brokers, topics.Audit)); got != 2 {
+		t.Errorf("%d reap events on the audit topic; want one from each node", got)
+	}
+
+	// Past young's grace, a node reaps it too; the next round writes
+	// nothing more.
+	now = now.Add(time.Minute)
+	if err := a.sw.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "young reaped", func() bool { return status(a, "young").Status == "FAILED" })
+	if err := a.sw.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(kafkatest.Drain(t, brokers, topics.Audit)); got != 3 {
+		t.Errorf("%d reap events on the audit topic; want 3", got)
+	}
+}
