@@ -109,7 +109,8 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	defer st.Close()
-	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met)}, log)
+	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met),
+		MaxLogBytes: cfg.Executions.LogMaxBytes}, log)
 	if err != nil {
 		return err
 	}
@@ -148,6 +149,10 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	defer inj.Close()
+	sweeper, err := newSweeper(cfg, st, inj, h.clock, log)
+	if err != nil {
+		return err
+	}
 	met.ObserveActiveTasks(eng.ActiveTasks)
 	met.ObservePausedByFaultPolicy(eng.PausedByFaultPolicy)
 	var folders []watcher.Folder
@@ -205,6 +210,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	g.Go(func() error { return rec.Run(ctx) })
+	g.Go(func() error { return sweeper.Run(ctx) })
 	g.Go(func() error { return eng.Run(ctx) })
 	// The dashboard's timeline of the next 24 hours and its charts of the
 	// last hours, computed in the background.

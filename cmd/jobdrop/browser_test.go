@@ -286,6 +286,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	within(t, ctx, "the fire count to go up live",
 		waitJS(`Number(document.querySelector("#executions-total").textContent) >= 1`))
 
+	// A worker's log lines show on the execution's open page as they come.
+	var execs []struct{ FireID string }
+	_, listed := in.call("GET", "/api/executions", "vera", "")
+	if err := json.Unmarshal([]byte(listed), &execs); err != nil || len(execs) == 0 {
+		t.Fatalf("executions: %v %s", err, listed)
+	}
+	within(t, ctx, "the execution's page to go live",
+		chromedp.Navigate(base+"/executions/"+execs[0].FireID),
+		waitJS(`document.querySelector("#log-empty") && document.documentElement.getAttribute("data-live-connected") === "true"`),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
+	)
+	for _, line := range []string{"fetched 120 orders", "page 2 <refused>"} {
+		if code, body := in.call("POST", "/api/executions/"+execs[0].FireID+"/logs", "otto", `{"message":`+js(line)+`,"level":"error"}`); code != http.StatusOK {
+			t.Fatalf("POST log line: %d %s", code, body)
+		}
+		within(t, ctx, "the log line "+line+" to appear live",
+			waitJS(`document.querySelector("#log") && document.querySelector("#log").textContent.includes(`+js(line)+`) && window.notReloaded === true`))
+	}
+
 	// A browser page of another origin cannot post in the user's name.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

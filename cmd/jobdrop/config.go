@@ -41,6 +41,9 @@ type Config struct {
 	Log       LogConfig       `yaml:"log"`
 	// MessageScheduler reads kafka-message-scheduler's schedule topics.
 	MessageScheduler MessageSchedulerConfig `yaml:"message_scheduler"`
+	// Executions says how long executions may stay unfinished and how
+	// much of their logs is kept.
+	Executions ExecutionsConfig `yaml:"executions"`
 }
 
 // ConsoleConfig configures the web console.
@@ -418,6 +421,7 @@ func (c Config) validate() error {
 	if err := c.Pacing.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("pacing.%w", err))
 	}
+	errs = append(errs, c.Executions.validate())
 	seen := map[string]bool{}
 	for i, f := range c.Watch {
 		if f.Dir == "" {

@@ -536,7 +536,8 @@ func multipartUpload(name, content string, dryRun bool) (body []byte, contentTyp
 // document does not describe, on a documented one it does not serve, and
 // on a documented operation, answer or role it never saw.
 func TestOpenAPIContract(t *testing.T) {
-	in := startInstanceEnv(t, append(consoleUsers(t), syncEnv...))
+	// An overdue execution is reaped a second past its timeout.
+	in := startInstanceEnv(t, append(append(consoleUsers(t), syncEnv...), "JOBDROP_EXECUTIONS_REAP_GRACE=1s"))
 	c := loadContract(t, in)
 	now := in.clock.Now().UTC()
 	start := now.Add(time.Hour).UnixMilli()
@@ -696,6 +697,7 @@ func TestOpenAPIContract(t *testing.T) {
 	if len(raw) != 1 || raw[0]["timeout"] != 1000.0 || raw[0]["recordedStatus"] != storetype.ExecutionFired {
 		t.Errorf("the overdue execution of a task with a 1000 ms timeout: %v", raw)
 	}
+	seedTaskAPI(c)
 
 	// Lists, a page at a time, and their errors.
 	for _, list := range []string{"/api/tasks", "/api/files", "/api/executions", "/api/audit"} {
@@ -748,6 +750,7 @@ func TestOpenAPIContract(t *testing.T) {
 		c.want(200, exchange{method: "GET", path: market1, user: "vera"}).json(t, &task)
 		return task.Paused
 	})
+	c.want(409, exchange{method: "POST", path: "/api/v1/tasks?source=lightapi.net&collection=market-1", user: "otto"})
 	c.want(200, exchange{method: "POST", path: market1 + "/resume", user: "otto"})
 	c.want(303, exchange{method: "POST", path: market1 + "/trigger", user: "otto", contentType: formType, body: form("back", "/tasks/lightapi.net/market-1")})
 	c.want(404, exchange{method: "POST", path: market1 + "/explode", user: "otto", offContract: true})
@@ -760,6 +763,7 @@ func TestOpenAPIContract(t *testing.T) {
 		c.want(200, exchange{method: "GET", path: market1, user: "vera"}).json(t, &task)
 		return task.Status == storetype.TaskDeleted
 	})
+	c.want(404, exchange{method: "POST", path: "/api/v1/tasks?source=lightapi.net&collection=market-1", user: "otto"})
 	c.want(409, exchange{method: "DELETE", path: market1, user: "otto"})
 	c.want(409, exchange{method: "POST", path: market1 + "/pause", user: "otto"})
 	c.want(403, exchange{method: "POST", path: "/api/tasks/pause?host=api.example", user: "vera"})
