@@ -408,7 +408,7 @@ func passwordRefusal(w http.ResponseWriter, err error) (int, string) {
 
 // isAPI reports whether a path answers JSON rather than pages.
 func isAPI(path string) bool {
-	return strings.HasPrefix(path, "/api/") || path == "/schedulers"
+	return strings.HasPrefix(path, "/api/") || path == "/schedulers" || strings.HasPrefix(path, schemaRegistryPath+"/")
 }
 
 // requireLogin lets authenticated requests through with their principal

@@ -134,6 +134,10 @@ type Config struct {
 	// Queues, if set, says how the files of each watched folder drain,
 	// for the dashboard. Nil: it lists the folders alone.
 	Queues func() []FolderQueue
+	// SchemaRegistry, if set, are the routes of a schema registry
+	// ("GET /schemas/ids/{id}": handler), served under /schema-registry
+	// (schemaregistry.go).
+	SchemaRegistry map[string]http.Handler
 }
 
 // Preview converts the file at path, dropped as name, calling emit with
@@ -276,6 +280,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET "+openAPIPath, s.serveOpenAPI)
+	s.routeSchemaRegistry(mux)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSONError(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
 	})

@@ -103,6 +103,13 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	if err := ensureTopics(ctx, cfg, brokers, log.With("component", "broker")); err != nil {
 		return err
 	}
+	codec, schemas, err := openSchemaRegistry(ctx, cfg, base, log)
+	if err != nil {
+		return err
+	}
+	if schemas != nil {
+		defer schemas.Close()
+	}
 
 	st, err := store.Open(filepath.Join(cfg.DataDir, dbFile))
 	if err != nil {
@@ -127,6 +134,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		OnCommit:       countFires(met, h.clock),
 		Refused:        cfg.Scheduler.Refused,
 		OnRefused:      met.FireRefused,
+		Avro:           codec,
 		ScheduleTopics: cfg.MessageScheduler.Topics,
 	}, log)
 	if err != nil {
@@ -183,6 +191,9 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}
 	wc.Queues = watched.queues
 	wc.Uploader = pipe
+	if schemas != nil {
+		wc.SchemaRegistry = schemas.Routes()
+	}
 	console, err := web.New(wc, st, log)
 	if err != nil {
 		return err

@@ -33,7 +33,11 @@ type instance struct {
 	console string
 	// routes are the patterns the console serves.
 	routes []string
-	stop   func()
+	// messageAdmin is the base URL of kafka-message-scheduler's admin
+	// REST, when configured, and messageRoutes the patterns it serves.
+	messageAdmin  string
+	messageRoutes []string
+	stop          func()
 	// logs holds the warnings and errors the run logged, as text.
 	logs *logBuffer
 }
@@ -95,6 +99,7 @@ func startInstanceEnv(t testing.TB, env []string, brokers ...string) *instance {
 	select {
 	case s := <-up:
 		in.brokers, in.console, in.routes = s.brokers, s.console, s.routes
+		in.messageAdmin, in.messageRoutes = s.messageAdmin, s.messageRoutes
 	case err := <-done:
 		t.Fatalf("run ended before listening: %v", err)
 	}

@@ -131,3 +131,12 @@ func addrURL(ln net.Listener) string {
 	}
 	return "http://" + ln.Addr().String()
 }
+
+// messageAdminRoutes are the patterns the admin REST on ln serves; none
+// when it is off.
+func messageAdminRoutes(ln net.Listener) []string {
+	if ln == nil {
+		return nil
+	}
+	return msgsched.AdminRoutes
+}

@@ -316,8 +316,11 @@ func TestMessageSchedulerProtocolThroughKcatAndAdmin(t *testing.T) {
 	var tasks []struct {
 		Key, Schedule, Status string
 	}
-	if err := getJSON(console+"/api/tasks?host=schedules", &tasks); err != nil || len(tasks) != 1 || tasks[0].Key != "schedules/vid1-online" {
-		t.Fatalf("console tasks %+v (%v), want schedules/vid1-online", tasks, err)
+	if err := getJSON(console+"/api/tasks?host=schedules", &tasks); err != nil ||
+		!slices.ContainsFunc(tasks, func(tk struct{ Key, Schedule, Status string }) bool {
+			return tk.Key == "schedules/vid1-online" && tk.Schedule == "once" && tk.Status == "active"
+		}) {
+		t.Fatalf("console tasks %+v (%v), want schedules/vid1-online active, once", tasks, err)
 	}
 
 	kafkatest.Eventually(t, 60*time.Second, "2 records on online-videos", func() bool { return fired.count() >= 2 })

@@ -832,6 +832,7 @@ func TestOpenAPIContract(t *testing.T) {
 	c.want(200, exchange{method: "GET", path: "/events", cookie: session, stream: true})
 	c.fallback("GET /", exchange{method: "GET", path: "/no/such/page", user: "vera"})
 	c.want(303, exchange{method: "POST", path: "/logout", cookie: session})
+	c.schemaRegistry()
 
 	c.covered()
 }

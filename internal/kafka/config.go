@@ -29,6 +29,9 @@ type Config struct {
 	TLS TLSConfig `yaml:"tls"`
 	// SASL authenticates to Brokers. It requires Brokers, as TLS does.
 	SASL SASLConfig `yaml:"sasl"`
+	// SchemaRegistry resolves the schemas of light-scheduler's Avro
+	// commands and events.
+	SchemaRegistry SchemaRegistryConfig `yaml:"schema_registry"`
 	// Partitions is the partition count of topics jobdrop creates: the input
 	// and state topics share it, and it bounds how many instances share the
 	// scheduling work. Defaults to 8.
@@ -172,53 +175,59 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("kafka.sasl.mechanism: the embedded broker does not authenticate: set kafka.brokers to use SASL"))
 		}
 	}
-	errs = append(errs, c.TLS.validate(), c.SASL.validate())
+	errs = append(errs, c.TLS.validate(), c.SASL.validate(), c.SchemaRegistry.validate())
 	return errors.Join(errs...)
 }
 
-func (t TLSConfig) validate() error {
+func (t TLSConfig) validate() error { return t.validateAt("kafka.tls") }
+
+// validateAt checks t, found at prefix in the configuration.
+func (t TLSConfig) validateAt(prefix string) error {
 	if !t.Enabled {
-		return setWithout("kafka.tls.enabled is false", "kafka.tls.",
+		return setWithout(prefix+".enabled is false", prefix+".",
 			"ca_file", t.CAFile, "cert_file", t.CertFile, "key_file", t.KeyFile, "server_name", t.ServerName)
 	}
-	_, err := t.config()
+	_, err := t.configAt(prefix)
 	return err
 }
 
 // config loads the files of t into a TLS client configuration. Errors name
 // the key of the file at fault.
-func (t TLSConfig) config() (*tls.Config, error) {
+func (t TLSConfig) config() (*tls.Config, error) { return t.configAt("kafka.tls") }
+
+// configAt is config for t found at prefix in the configuration.
+func (t TLSConfig) configAt(prefix string) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	var errs []error
 	if t.CAFile != "" {
 		b, err := os.ReadFile(t.CAFile)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("kafka.tls.ca_file: %w", err))
+			errs = append(errs, fmt.Errorf("%s.ca_file: %w", prefix, err))
 		} else {
 			tc.RootCAs = x509.NewCertPool()
 			if !tc.RootCAs.AppendCertsFromPEM(b) {
-				errs = append(errs, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", t.CAFile))
+				errs = append(errs, fmt.Errorf("%s.ca_file: %s holds no PEM certificate", prefix, t.CAFile))
 			}
 		}
 	}
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		errs = append(errs, errors.New("kafka.tls.key_file: required with kafka.tls.cert_file"))
+		errs = append(errs, fmt.Errorf("%[1]s.key_file: required with %[1]s.cert_file", prefix))
 	case t.CertFile == "" && t.KeyFile != "":
-		errs = append(errs, errors.New("kafka.tls.cert_file: required with kafka.tls.key_file"))
+		errs = append(errs, fmt.Errorf("%[1]s.cert_file: required with %[1]s.key_file", prefix))
 	case t.CertFile != "":
 		cert, cerr := os.ReadFile(t.CertFile)
 		if cerr != nil {
-			errs = append(errs, fmt.Errorf("kafka.tls.cert_file: %w", cerr))
+			errs = append(errs, fmt.Errorf("%s.cert_file: %w", prefix, cerr))
 		}
 		key, kerr := os.ReadFile(t.KeyFile)
 		if kerr != nil {
-			errs = append(errs, fmt.Errorf("kafka.tls.key_file: %w", kerr))
+			errs = append(errs, fmt.Errorf("%s.key_file: %w", prefix, kerr))
 		}
 		if cerr == nil && kerr == nil {
 			pair, err := tls.X509KeyPair(cert, key)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("kafka.tls.cert_file, kafka.tls.key_file: %s, %s: %w", t.CertFile, t.KeyFile, err))
+				errs = append(errs, fmt.Errorf("%[1]s.cert_file, %[1]s.key_file: %[2]s, %[3]s: %[4]w", prefix, t.CertFile, t.KeyFile, err))
 			}
 			tc.Certificates = []tls.Certificate{pair}
 		}

@@ -29,24 +29,27 @@ type AdminConfig struct {
 	Tasks Tasks
 }
 
+// AdminRoutes are the patterns Admin serves.
+var AdminRoutes = []string{"GET /liveness", "GET /info", "GET /schedules"}
+
 // Admin answers the REST endpoints kafka-message-scheduler's admin page
 // reads, in its JSON shapes: GET /info, GET /schedules (the schedules
 // waiting to fire; ?q= keeps those whose key holds it), GET /liveness.
 func Admin(c AdminConfig) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /liveness", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(AdminRoutes[0], func(w http.ResponseWriter, _ *http.Request) {
 		if !c.Live() {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(AdminRoutes[1], func(w http.ResponseWriter, _ *http.Request) {
 		host, _ := os.Hostname()
 		writeJSON(w, info{Hostname: host, Address: addresses(host), APIServerAddress: c.Listen,
 			Kafka: kafkaInfo{BootstrapServers: strings.Join(c.Brokers, ","), Topics: c.Topics, HistoryTopic: c.History}})
 	})
-	mux.HandleFunc("GET /schedules", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(AdminRoutes[2], func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query().Get("q")
 		out := []Schedule{}
 		for _, topic := range c.Topics {

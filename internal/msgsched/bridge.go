@@ -97,6 +97,9 @@ func (b *Bridge) Run(ctx context.Context) {
 	}
 }
 
+// livePoll bounds one wait for records.
+const livePoll = 2 * time.Second
+
 func (b *Bridge) session(ctx context.Context) error {
 	manual := map[string]bool{}
 	for _, t := range b.cfg.Topics {
@@ -119,18 +122,24 @@ func (b *Bridge) session(ctx context.Context) error {
 	defer sess.Close()
 	b.cfg.Log.Info("reading schedule topics", "topics", b.cfg.Topics, "group", b.cfg.Group)
 	for {
-		fetches := sess.PollFetches(ctx)
+		// A poll ends at least every few seconds, so that a bridge with
+		// nothing to read still says it is live.
+		pctx, cancel := context.WithTimeout(ctx, livePoll)
+		fetches := sess.PollFetches(pctx)
+		cancel()
 		if ctx.Err() != nil {
 			return nil
 		}
-		b.live.Store(true)
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
-			ferr = errors.Join(ferr, fmt.Errorf("%s partition %d: %w", t, p, err))
+			if !errors.Is(err, context.DeadlineExceeded) {
+				ferr = errors.Join(ferr, fmt.Errorf("%s partition %d: %w", t, p, err))
+			}
 		})
 		if ferr != nil {
 			return ferr
 		}
+		b.live.Store(true)
 		if fetches.NumRecords() == 0 {
 			continue
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/msgsched"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -100,12 +101,18 @@ func (be *benchEngine) createTopics(b *testing.B) {
 }
 
 func startBenchEngine(b *testing.B, brokers []string) *benchEngine {
+	return startBenchEngineWith(b, brokers, nil)
+}
+
+// startBenchEngineWith starts an engine whose configuration tune changes
+// first.
+func startBenchEngineWith(b *testing.B, brokers []string, tune func(*Config)) *benchEngine {
 	topics := record.Topics{}.WithDefaults()
 	be := &benchEngine{brokers: brokers, topics: topics}
 	be.createTopics(b)
 	ctx := context.Background()
 	tcl, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	e, err := New(Config{
+	cfg := Config{
 		ClientOpts:     kafka.ClientOpts(brokers, "bench"),
 		Topics:         topics,
 		Targets:        kafka.NewTargetTopics(tcl, 8, -1, true),
@@ -119,7 +126,11 @@ func startBenchEngine(b *testing.B, brokers []string) *benchEngine {
 			be.fired += len(scheduled)
 			be.last = at
 		},
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	e, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,6 +144,15 @@ func startBenchEngine(b *testing.B, brokers []string) *benchEngine {
 
 // send produces n commands, built by def, as fast as the broker takes them.
 func (be *benchEngine) send(b *testing.B, n int, def func(i int) task.Definition) {
+	be.produce(b, n, func(i int) *kgo.Record {
+		d := def(i)
+		v, _ := json.Marshal(d)
+		return &kgo.Record{Topic: be.topics.Input, Key: []byte(d.Key()), Value: v}
+	})
+}
+
+// produce writes n records, built by rec, as fast as the broker takes them.
+func (be *benchEngine) produce(b *testing.B, n int, rec func(i int) *kgo.Record) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(be.brokers...), kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(100_000), kgo.ProducerBatchMaxBytes(1<<20))
 	if err != nil {
@@ -141,9 +161,7 @@ func (be *benchEngine) send(b *testing.B, n int, def func(i int) task.Definition
 	defer cl.Close()
 	ctx := context.Background()
 	for i := range n {
-		d := def(i)
-		v, _ := json.Marshal(d)
-		cl.Produce(ctx, &kgo.Record{Topic: be.topics.Input, Key: []byte(d.Key()), Value: v}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, rec(i), func(_ *kgo.Record, err error) {
 			if err != nil {
 				b.Error(err)
 			}
@@ -225,6 +243,52 @@ func BenchmarkBurst(b *testing.B) {
 		be.mu.Unlock()
 		b.ReportMetric(float64(n)/drain.Seconds(), "fires/s")
 		be.report(b)
+		be.stop()
+	}
+}
+
+// BenchmarkMessageBurst: -bench-burst schedules of kafka-message-scheduler's
+// protocol, all due in the same second, read from a schedule topic of 8
+// partitions by the bridge as jobdrop runs it; reports the drain rate and
+// the lateness of the fires as committed (each with its schedule's
+// tombstone).
+func BenchmarkMessageBurst(b *testing.B) {
+	n := *benchBurst
+	for range b.N {
+		brokers := benchBroker(b)
+		be := startBenchEngineWith(b, brokers, func(c *Config) { c.ScheduleTopics = []string{"schedules"} })
+		admin, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		if err := kafka.NewTargetTopics(admin, 8, -1, true).Ensure(context.Background(), "schedules"); err != nil {
+			b.Fatal(err)
+		}
+		admin.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		bridge := msgsched.New(msgsched.Config{ClientOpts: kafka.ClientOpts(brokers, "bench"), Topics: []string{"schedules"},
+			Records: be.topics, Node: "bench", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		done := make(chan struct{})
+		go func() { bridge.Run(ctx); close(done) }()
+		due := time.Now().Add(3*time.Second + time.Duration(n/10_000)*time.Second).Truncate(time.Second)
+		be.produce(b, n, func(i int) *kgo.Record {
+			return &kgo.Record{Topic: "schedules", Key: []byte("burst-" + strconv.Itoa(i)), Value: []byte(payload(i)["job"]),
+				Headers: []kgo.RecordHeader{
+					{Key: record.HeaderScheduleEpoch, Value: []byte(strconv.FormatInt(due.Unix(), 10))},
+					{Key: record.HeaderScheduleTargetTopic, Value: []byte("bench")},
+					{Key: record.HeaderScheduleTargetKey, Value: []byte("target-" + strconv.Itoa(i))},
+				}}
+		})
+		took := be.waitActive(b, int64(n), 5*time.Minute)
+		b.ReportMetric(float64(n)/took.Seconds(), "schedules-taken/s")
+		if time.Now().After(due) {
+			b.Fatalf("taking %d schedules took past their due time", n)
+		}
+		be.waitFired(b, n, 5*time.Minute)
+		be.mu.Lock()
+		drain := be.last.Sub(due)
+		be.mu.Unlock()
+		b.ReportMetric(float64(n)/drain.Seconds(), "fires/s")
+		be.report(b)
+		cancel()
+		<-done
 		be.stop()
 	}
 }

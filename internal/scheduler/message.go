@@ -2,10 +2,10 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -17,7 +17,7 @@ import (
 // occurrence is refused, as for an unusable target.
 func (r *runner) prepareMessage(ctx context.Context, f *fire) {
 	var m task.Message
-	if err := json.Unmarshal(f.data, &m); err != nil {
+	if err := segjson.Unmarshal(f.data, &m); err != nil {
 		f.err = fmt.Errorf("%w: its message cannot be read back: %w", errTarget, err)
 		return
 	}
