@@ -234,6 +234,11 @@ func (s *Server) apiExecutionLogs(w http.ResponseWriter, r *http.Request) {
 	s.getLogs(w, r, r.PathValue("fireId"))
 }
 
+// pageLogLines is the newest lines of its log an execution's page shows,
+// so that a page refreshed at every line stays quick; the API answers
+// them all.
+const pageLogLines = 500
+
 // executionModel is one execution's page: what was recorded of it, and
 // its log.
 type executionModel struct {
@@ -253,7 +258,7 @@ func (h executionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	log, err := h.s.src.ExecutionLog(r.Context(), id, time.Time{}, time.Time{}, 0)
+	log, err := h.s.src.ExecutionLog(r.Context(), id, time.Time{}, time.Time{}, pageLogLines)
 	if err != nil {
 		h.s.fail(w, r, err)
 		return

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -185,6 +186,17 @@ func TestExecutionPageShowsItsLog(t *testing.T) {
 	}
 	if st := text(byID(t, doc, "execution-status")); st != "RUNNING" {
 		t.Errorf("status: %q", st)
+	}
+	// A long log: the page shows its newest lines and says so.
+	var many []record.LogLine
+	for i := range 600 {
+		many = append(many, record.LogLine{At: ms(now) + int64(i), Level: "info", Message: fmt.Sprintf("line %d", i)})
+	}
+	f.add(topics.Status, "fire-1", record.Status{FireID: "fire-1", At: ms(now), Logs: many})
+	doc = page(t, ts.URL+"/executions/fire-1")
+	cells, _ = rows(t, doc, "log")
+	if len(cells) != 500 || cells[499][2] != "line 599" || !strings.HasPrefix(text(byID(t, doc, "log-newest")), "The newest 500 of 602 lines") {
+		t.Errorf("a log of 602 lines: %d rows, the last %q", len(cells), cells[len(cells)-1])
 	}
 	if resp, _ := get(t, ts.URL+"/executions/nothing"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown execution's page: %s", resp.Status)

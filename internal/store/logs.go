@@ -124,14 +124,15 @@ func CutLogMessage(msg string) string {
 }
 
 // ExecutionLog returns the log lines of the execution fireID written
-// within [from, to) (zero: unbounded), oldest first, at most limit of them
-// (0: all that are kept), and how many of its oldest lines were dropped.
+// within [from, to) (zero: unbounded), oldest first: the newest limit of
+// them (0: all that are kept). It says how many of its oldest lines were
+// dropped, and how many are kept.
 func (s *Store) ExecutionLog(ctx context.Context, fireID string, from, to time.Time, limit int) (storetype.ExecutionLog, error) {
 	var out storetype.ExecutionLog
 	db, done := s.reader()
 	defer done()
-	err := db.QueryRowContext(ctx, `SELECT bytes, dropped FROM execution_log_totals WHERE fire_id = ?`, fireID).
-		Scan(&out.Bytes, &out.Dropped)
+	err := db.QueryRowContext(ctx, `SELECT bytes, lines, dropped FROM execution_log_totals WHERE fire_id = ?`, fireID).
+		Scan(&out.Bytes, &out.Kept, &out.Dropped)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}
@@ -149,7 +150,8 @@ func (s *Store) ExecutionLog(ctx context.Context, fireID string, from, to time.T
 	}
 	q := `SELECT at, level, message, worker FROM execution_logs WHERE ` + where + ` ORDER BY seq`
 	if limit > 0 {
-		q += ` LIMIT ?`
+		q = `SELECT at, level, message, worker FROM (SELECT seq, at, level, message, worker FROM execution_logs
+			WHERE ` + where + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 		args = append(args, limit)
 	}
 	rows, err := db.QueryContext(ctx, q, args...)

@@ -68,6 +68,9 @@ func TestExecutionLogKeepsItsCap(t *testing.T) {
 	if err != nil || e.StartedAt == nil || e.StartedAt.UnixMilli() != t0+10 {
 		t.Errorf("started at %v (%v), want the RUNNING report's time", e.StartedAt, err)
 	}
+	if newest, err := st.ExecutionLog(ctx, fire, time.Time{}, time.Time{}, 2); err != nil || messages(newest) != "step 1|step 2" || newest.Kept != 3 {
+		t.Errorf("the newest two lines: %q of %d (%v)", messages(newest), newest.Kept, err)
+	}
 	ranged, err := st.ExecutionLog(ctx, fire, time.UnixMilli(t0+20), time.UnixMilli(t0+21), 0)
 	if err != nil || messages(ranged) != "step 1" {
 		t.Errorf("lines in [t0+20, t0+21): %q (%v)", messages(ranged), err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ var topics = record.Topics{}.WithDefaults()
 type node struct {
 	st *store.Store
 	sw *sweep.Sweeper
+	// stop stops its recorder: its view lags from then on.
+	stop func()
 }
 
 func startNode(t *testing.T, ctx context.Context, brokers []string, name string, now func() time.Time) node {
@@ -43,10 +46,14 @@ func startNode(t *testing.T, ctx context.Context, brokers []string, name string,
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- rec.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
 	inj, err := injector.New(injector.Config{ClientOpts: opts, TransactionalID: "injector-" + name, Now: now}, st, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -56,14 +63,14 @@ func startNode(t *testing.T, ctx context.Context, brokers []string, name string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return node{st: st, sw: sw}
+	return node{st: st, sw: sw, stop: stop}
 }
 
 // TestReapOnceAcrossNodes: two nodes find the same execution left RUNNING
-// past its timeout and the grace; both write the reap; each node's view
-// shows it FAILED by the reaper once, with one audit event, while an
-// execution a worker finished and one still within its grace are left
-// alone.
+// past its timeout and the grace, and both write the reap (the second
+// before its view has the first's); each view shows it FAILED by the
+// reaper once, with one audit event, while an execution a worker finished
+// and one still within its grace are left alone.
 func TestReapOnceAcrossNodes(t *testing.T) {
 	brokers := kafkatest.Cluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -76,6 +83,8 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 	clock := func() time.Time { return now }
 	a := startNode(t, ctx, brokers, "node-a", clock)
 	b := startNode(t, ctx, brokers, "node-b", clock)
+	// c only watches: a third view, which must record both reaps once.
+	c := startNode(t, ctx, brokers, "node-c", clock)
 
 	// Fired 10 minutes ago with a 5-minute timeout: "left" is RUNNING,
 	// "done" a worker finished; "young" fired 5m30s ago is within its
@@ -103,18 +112,23 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 		e, _ := n.st.ExecutionByFireID(ctx, id)
 		return e
 	}
-	for _, n := range []node{a, b} {
+	for _, n := range []node{a, b, c} {
 		kafkatest.Eventually(t, 30*time.Second, "the executions recorded", func() bool {
 			return status(n, "left").Status == "RUNNING" && status(n, "done").Status == "SUCCESS" && status(n, "young").Status == "FIRED"
 		})
 	}
 
+	// b's view stops here, so b reaps what a has reaped already.
+	b.stop()
 	for _, n := range []node{a, b} {
 		if err := n.sw.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range []node{a, b} {
+	if got := len(kafkatest.Drain(t, brokers, topics.Audit)); got != 2 {
+		t.Errorf("%d reap events on the audit topic; want one from each node", got)
+	}
+	for _, n := range []node{a, c} {
 		kafkatest.Eventually(t, 30*time.Second, "left reaped", func() bool { return status(n, "left").Status == "FAILED" })
 		left := status(n, "left")
 		if left.Worker != record.ReaperWorker || left.StatusMessage != "no final status within timeout (5m0s) + grace (1m0s); reaped" ||
@@ -142,9 +156,6 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 		if len(events.Rows) != 1 || events.Rows[0].Object != "left" {
 			t.Errorf("reap events: %+v; want one, for left", events.Rows)
 		}
-	}
-	if got := len(kafkatest.Drain(t, brokers, topics.Audit)); got != 2 {
-		t.Errorf("%d reap events on the audit topic; want one from each node", got)
 	}
 
 	// Past young's grace, a node reaps it too; the next round writes

@@ -17,6 +17,8 @@ type ExecutionLog struct {
 	// Dropped counts the oldest lines dropped to keep the log under its
 	// cap; Lines starts after them.
 	Dropped int `json:"dropped,omitempty"`
+	// Kept counts the lines kept, within the range asked for or not.
+	Kept int `json:"kept"`
 	// Bytes is what the kept lines count against the cap.
 	Bytes int64 `json:"bytes"`
 }
