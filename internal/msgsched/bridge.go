@@ -39,6 +39,9 @@ type Config struct {
 	// SessionTimeout is how long the group waits for a silent instance
 	// before giving its partitions to others. Defaults to 10s.
 	SessionTimeout time.Duration
+	// MaxPollRecords bounds the records of one transaction. Defaults to
+	// 10,000.
+	MaxPollRecords int
 	// Now is the clock of audit events. Defaults to time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -56,6 +59,9 @@ type Bridge struct {
 	// reason (too large): taken again, they are rejected instead.
 	mu      sync.Mutex
 	refused map[string]string
+	// ahead is what was seen ahead of partitions read from behind (see
+	// lookahead.go); used by the session's goroutine only.
+	ahead map[topicPartition]*lookahead
 }
 
 // New returns a bridge; Run runs it.
@@ -66,13 +72,16 @@ func New(cfg Config) *Bridge {
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
+	if cfg.MaxPollRecords <= 0 {
+		cfg.MaxPollRecords = 10_000
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Bridge{cfg: cfg, refused: map[string]string{},
+	return &Bridge{cfg: cfg, refused: map[string]string{}, ahead: map[topicPartition]*lookahead{},
 		conv: converter{input: cfg.Records.Input, audit: cfg.Records.Audit, history: cfg.History, grace: cfg.Grace, now: cfg.Now}}
 }
 
@@ -110,6 +119,7 @@ func (b *Bridge) session(ctx context.Context) error {
 		kgo.TransactionTimeout(30 * time.Second),
 		kgo.ConsumerGroup(b.cfg.Group),
 		kgo.SessionTimeout(b.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(b.cfg.SessionTimeout / 10),
 		kgo.RebalanceTimeout(b.cfg.SessionTimeout),
 		kgo.ConsumeTopics(b.cfg.Topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -120,12 +130,13 @@ func (b *Bridge) session(ctx context.Context) error {
 		return err
 	}
 	defer sess.Close()
+	clear(b.ahead) // the group may give partitions at other offsets
 	b.cfg.Log.Info("reading schedule topics", "topics", b.cfg.Topics, "group", b.cfg.Group)
 	for {
 		// A poll ends at least every few seconds, so that a bridge with
 		// nothing to read still says it is live.
 		pctx, cancel := context.WithTimeout(ctx, livePoll)
-		fetches := sess.PollFetches(pctx)
+		fetches := sess.PollRecords(pctx, b.cfg.MaxPollRecords)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -154,6 +165,7 @@ func (b *Bridge) session(ctx context.Context) error {
 // its own reason aborts it; the records come again, and that one is
 // rejected with the brokers' answer.
 func (b *Bridge) transact(ctx context.Context, sess *kgo.GroupTransactSession, fetches kgo.Fetches) error {
+	b.lookAhead(ctx, fetches)
 	if err := sess.Begin(); err != nil {
 		return err
 	}
@@ -207,6 +219,9 @@ func (b *Bridge) convertOrRefused(rec *kgo.Record, where string) []*kgo.Record {
 	b.mu.Lock()
 	why, refused := b.refused[where]
 	b.mu.Unlock()
+	if b.ahead[topicPartition{rec.Topic, rec.Partition}].superseded(rec) {
+		return nil // a later version of its key is further on: it wins
+	}
 	if !refused {
 		return b.conv.convert(rec)
 	}
