@@ -129,11 +129,7 @@ func (r *Registry) getVersion(req *http.Request) (any, error) {
 }
 
 func (r *Registry) getSchema(req *http.Request) (any, error) {
-	id, err := strconv.Atoi(req.PathValue("id"))
-	if err != nil {
-		return nil, errSchemaNotFound
-	}
-	text, ok := r.schema(id)
+	text, ok := r.schema(idOf(req))
 	if !ok {
 		return nil, errSchemaNotFound
 	}
@@ -143,15 +139,18 @@ func (r *Registry) getSchema(req *http.Request) (any, error) {
 }
 
 func (r *Registry) getUsages(req *http.Request) (any, error) {
-	id, err := strconv.Atoi(req.PathValue("id"))
-	if err != nil {
-		return nil, errSchemaNotFound
-	}
-	usages, ok := r.usages(id)
+	usages, ok := r.usages(idOf(req))
 	if !ok {
 		return nil, errSchemaNotFound
 	}
 	return usages, nil
+}
+
+// idOf is the schema id a request's path names; 0, which no schema has,
+// when it names none.
+func idOf(req *http.Request) int {
+	id, _ := strconv.Atoi(req.PathValue("id"))
+	return id
 }
 
 func (r *Registry) postVersion(req *http.Request) (any, error) {
