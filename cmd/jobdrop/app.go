@@ -157,10 +157,6 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	defer inj.Close()
-	sweeper, err := newSweeper(cfg, st, inj, h.clock, log)
-	if err != nil {
-		return err
-	}
 	met.ObserveActiveTasks(eng.ActiveTasks)
 	met.ObservePausedByFaultPolicy(eng.PausedByFaultPolicy)
 	var folders []watcher.Folder
@@ -186,6 +182,10 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return len(held)
 	})
 	ready := newReadiness(cfg, admin, met.KafkaClients(), rec, watched)
+	sweeper, err := newSweeper(cfg, st, rec, inj, ready, h.clock, log)
+	if err != nil {
+		return err
+	}
 	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}

@@ -47,7 +47,10 @@ func (c ExecutionsConfig) validate() error {
 
 // newSweeper reaps the executions of the whole cluster that no worker
 // finished, and keeps this node's store of logs within their retention.
-func newSweeper(cfg Config, st *store.Store, inj *injector.Injector, clock clockwork.Clock, log *slog.Logger) (*sweep.Sweeper, error) {
+// It reaps only once the recorder has caught up with what was committed
+// before the node started, and not while it rebuilds the store or cannot
+// store records.
+func newSweeper(cfg Config, st *store.Store, rec *store.Recorder, inj *injector.Injector, ready *readiness, clock clockwork.Clock, log *slog.Logger) (*sweep.Sweeper, error) {
 	return sweep.New(sweep.Config{ReapGrace: cfg.Executions.ReapGrace, LogRetention: cfg.Executions.LogRetention,
-		Node: cfg.Node, Now: clock.Now}, st, inj, log)
+		Node: cfg.Node, Now: clock.Now, Ready: func() bool { return ready.caughtUp.Load() && rec.Err() == nil }}, st, inj, log)
 }

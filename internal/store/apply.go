@@ -568,7 +568,9 @@ func (a *applier) report(st record.Status, status string, at int64) error {
 	// for a refused attempt never replaces a later attempt's fire. The
 	// reaper's FAILED replaces no final status (a worker's report that
 	// came in meanwhile, or another node's reap of the same execution),
-	// and no RUNNING replaces it.
+	// and no RUNNING replaces it; a worker's final status replaces it
+	// whatever its time, so that the view ends the same whichever of the
+	// two it reads first (a rebuild reads the status topic anew).
 	const upsert = `INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
@@ -576,7 +578,9 @@ func (a *applier) report(st record.Status, status string, at int64) error {
 			status_worker = excluded.status_worker, status_at = excluded.status_at
 		WHERE (status = 'FIRED'
 			OR excluded.status_at > status_at
-			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING'))
+			OR (excluded.status_at = status_at AND status = 'RUNNING' AND excluded.status <> 'RUNNING')
+			OR (status_worker = '` + record.ReaperWorker + `' AND excluded.status_worker <> '` + record.ReaperWorker + `'
+				AND excluded.status IN ('SUCCESS', 'FAILED')))
 			AND NOT (excluded.status_worker = '` + engineWorker + `' AND target_offset >= 0
 				AND coalesce(fired_at, 0) > excluded.status_at)
 			AND NOT (excluded.status_worker = '` + record.ReaperWorker + `' AND status IN ('SUCCESS', 'FAILED'))

@@ -119,7 +119,8 @@ func messages(l storetype.ExecutionLog) string {
 
 // TestReapedStatus: the reaper's FAILED ends an execution with no final
 // status, replaces no final status a worker reported, and no later
-// RUNNING undoes it; once reaped, an execution is no longer unfinished.
+// RUNNING undoes it, while a worker's final status read after it, however
+// old, replaces it; once reaped, an execution is no longer unfinished.
 func TestReapedStatus(t *testing.T) {
 	st := openStore(t, tempDB(t))
 	o := offsets{}
@@ -158,5 +159,12 @@ func TestReapedStatus(t *testing.T) {
 	un, err = st.Unfinished(ctx, time.UnixMilli(t0+10*timeout), 10)
 	if err != nil || len(un) != 1 || un[0].FireID != "fresh" {
 		t.Errorf("unfinished after the reap: %+v (%v); want fresh alone", un, err)
+	}
+	// A view reading the topics anew may read a worker's SUCCESS after
+	// the reap that came later: the worker's word stands.
+	o.apply(t, st, DefaultMaxLogBytes, reap("fresh", t0+900_000))
+	o.apply(t, st, DefaultMaxLogBytes, statusRec(t, 0, record.Status{FireID: "fresh", Status: "SUCCESS", Worker: "w", At: t0 + 60_000}))
+	if e, err := st.ExecutionByFireID(ctx, "fresh"); err != nil || e.Status != "SUCCESS" || e.Worker != "w" {
+		t.Errorf("fresh, reaped, then its SUCCESS read: %s by %s (%v)", e.Status, e.Worker, err)
 	}
 }

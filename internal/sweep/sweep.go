@@ -33,6 +33,12 @@ type Config struct {
 	Node string
 	// Now is the clock deadlines are counted by. Defaults to time.Now.
 	Now func() time.Time
+	// Ready says whether the store holds everything committed up to
+	// about now: no reap is written while it says false (a node catching
+	// up at its start, or rebuilding its store, would take executions
+	// whose final status it has not read yet for unfinished). Nil:
+	// always ready.
+	Ready func() bool
 }
 
 // Store is what the Sweeper reads and prunes; the store implements it.
@@ -86,6 +92,9 @@ func New(cfg Config, st Store, w Writer, log *slog.Logger) (*Sweeper, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Ready == nil {
+		cfg.Ready = func() bool { return true }
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -113,11 +122,14 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	}
 }
 
-// Sweep runs one round: reaps what is due, then drops the logs past
-// their retention.
+// Sweep runs one round: reaps what is due, when the store is ready, then
+// drops the logs past their retention.
 func (s *Sweeper) Sweep(ctx context.Context) error {
 	now := s.cfg.Now()
-	reapErr := s.reap(ctx, now)
+	var reapErr error
+	if s.cfg.Ready() {
+		reapErr = s.reap(ctx, now)
+	}
 	n, err := s.st.DropLogsBefore(ctx, now.Add(-s.cfg.LogRetention))
 	if n > 0 {
 		s.log.Info("dropped execution logs past their retention", "executions", n, "retention", s.cfg.LogRetention)

@@ -158,6 +158,17 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 		}
 	}
 
+	// A node whose view is not whole yet (catching up at its start,
+	// rebuilding) writes no reap, however late the executions look.
+	notReady, err := sweep.New(sweep.Config{Node: "node-d", ReapGrace: time.Minute, Ready: func() bool { return false },
+		Now: func() time.Time { return now.Add(time.Hour) }}, c.st, refuse{t}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := notReady.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	// Past young's grace, a node reaps it too; the next round writes
 	// nothing more.
 	now = now.Add(time.Minute)
@@ -171,4 +182,12 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 	if got := len(kafkatest.Drain(t, brokers, topics.Audit)); got != 3 {
 		t.Errorf("%d reap events on the audit topic; want 3", got)
 	}
+}
+
+// refuse is the writer of a sweeper that must write nothing.
+type refuse struct{ t *testing.T }
+
+func (r refuse) Reap(_ context.Context, s record.Status, _ record.Audit) error {
+	r.t.Errorf("reap of %s written by a node not ready", s.FireID)
+	return nil
 }
