@@ -42,8 +42,9 @@ type started struct {
 	// routes are the patterns the console serves (web.Server.Routes).
 	routes []string
 	// messageAdmin is the base URL of kafka-message-scheduler's admin
-	// REST, when on.
-	messageAdmin string
+	// REST, when on, and messageRoutes the patterns it serves.
+	messageAdmin  string
+	messageRoutes []string
 }
 
 // dbFile is the SQLite file inside the data dir.
@@ -213,7 +214,8 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	if h.started != nil {
-		h.started(started{brokers: brokers, console: url, routes: console.Routes(), messageAdmin: addrURL(msLn)})
+		h.started(started{brokers: brokers, console: url, routes: console.Routes(), messageAdmin: addrURL(msLn),
+			messageRoutes: messageAdminRoutes(msLn)})
 	}
 
 	g, ctx := errgroup.WithContext(ctx)

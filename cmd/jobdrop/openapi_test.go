@@ -26,8 +26,10 @@ import (
 	"github.com/pb33f/libopenapi-validator/paths"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/watcher"
 )
@@ -81,6 +83,9 @@ type documented struct {
 	// statuses are the documented statuses; seen those answered.
 	statuses []string
 	seen     map[string]bool
+	// listener is where the operation is served when not on the
+	// console's address (x-jobdrop-listener).
+	listener string
 	// answeredTo holds the roles of the users whose request was let in
 	// (neither 401, 403 nor 429), and refused those answered 403 for
 	// their role.
@@ -109,6 +114,8 @@ var unprovoked = map[string]string{
 	"POST /upload 503":                   "two dry runs at once, or a node watching no folder",
 	"POST /api/tasks/{action} 409":       "a live task whose definition the console does not hold: not made by any path a client has",
 	"GET /api/timeline 503":              "before the first computation only, which a node starts as it starts",
+	"GET /liveness 500":                  "schedules not being read: before the node joins the group, or with the brokers out of reach",
+	"GET /schedules 503":                 "the node's view unreadable: TestDatabaseDeletedWhileRunningIsRebuilt deletes it",
 }
 
 // roles are the console users of consoleUsers, by name.
@@ -166,7 +173,7 @@ func loadContract(t *testing.T, in *instance) *contract {
 // routes the console registers.
 func (c *contract) inventory() {
 	t := c.t
-	documentedRoutes := map[string]bool{}
+	documentedRoutes, adminRoutes := map[string]bool{}, map[string]bool{}
 	for path, item := range c.raw.Paths {
 		for method, rawOp := range item {
 			if !slices.Contains([]string{"get", "put", "post", "delete", "patch", "head", "options"}, method) {
@@ -174,6 +181,7 @@ func (c *contract) inventory() {
 			}
 			var op struct {
 				Route     string                     `json:"x-jobdrop-route"`
+				Listener  string                     `json:"x-jobdrop-listener"`
 				Role      string                     `json:"x-jobdrop-role"`
 				Security  *[]map[string][]string     `json:"security"`
 				Responses map[string]json.RawMessage `json:"responses"`
@@ -205,6 +213,15 @@ func (c *contract) inventory() {
 			}
 			slices.Sort(d.statuses)
 			c.ops[key] = d
+			if op.Listener != "" {
+				// Served on an address of its own, not the console's.
+				if op.Listener != "message_scheduler.listen" {
+					t.Errorf("%s: x-jobdrop-listener %q, want message_scheduler.listen", key, op.Listener)
+				}
+				d.listener = op.Listener
+				adminRoutes[op.Route] = true
+				continue
+			}
 			documentedRoutes[op.Route] = true
 		}
 	}
@@ -227,6 +244,17 @@ func (c *contract) inventory() {
 			t.Errorf("the OpenAPI document describes %q, which the console does not serve", r)
 		}
 	}
+	if !maps.Equal(adminRoutes, setOf(c.in.messageRoutes)) {
+		t.Errorf("the document describes %v on message_scheduler.listen; its admin REST serves %v", slices.Sorted(maps.Keys(adminRoutes)), c.in.messageRoutes)
+	}
+}
+
+func setOf(xs []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
 }
 
 // describeError says what a validation found.
@@ -256,6 +284,9 @@ type exchange struct {
 	offContract bool
 	// stream reads the answer only up to its first event (/events).
 	stream bool
+	// messageAdmin sends it to kafka-message-scheduler's admin REST, not
+	// the console.
+	messageAdmin bool
 }
 
 // answer is what came back.
@@ -280,7 +311,11 @@ var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Reques
 // request builds the request of x.
 func (c *contract) request(ctx context.Context, x exchange) *http.Request {
 	c.t.Helper()
-	req, err := http.NewRequestWithContext(ctx, x.method, c.in.console+x.path, bytes.NewReader(x.body))
+	base := c.in.console
+	if x.messageAdmin {
+		base = c.in.messageAdmin
+	}
+	req, err := http.NewRequestWithContext(ctx, x.method, base+x.path, bytes.NewReader(x.body))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -536,8 +571,10 @@ func multipartUpload(name, content string, dryRun bool) (body []byte, contentTyp
 // document does not describe, on a documented one it does not serve, and
 // on a documented operation, answer or role it never saw.
 func TestOpenAPIContract(t *testing.T) {
-	// An overdue execution is reaped a second past its timeout.
-	in := startInstanceEnv(t, append(append(consoleUsers(t), syncEnv...), "JOBDROP_EXECUTIONS_REAP_GRACE=1s"))
+	in := startInstanceEnv(t, append(append(consoleUsers(t), syncEnv...),
+		"JOBDROP_MESSAGE_SCHEDULER_TOPICS=schedules", "JOBDROP_MESSAGE_SCHEDULER_LISTEN=127.0.0.1:0",
+		// An overdue execution is reaped a second past its timeout.
+		"JOBDROP_EXECUTIONS_REAP_GRACE=1s"))
 	c := loadContract(t, in)
 	now := in.clock.Now().UTC()
 	start := now.Add(time.Hour).UnixMilli()
@@ -554,6 +591,27 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	c.want(404, exchange{method: "GET", path: "/static/nothing.css"})
 	c.want(200, exchange{method: "GET", path: "/login?next=/tasks"})
+
+	// kafka-message-scheduler's admin REST, on its own address, open as
+	// the original is.
+	kafkatest.Eventually(t, 60*time.Second, "/liveness 200", func() bool {
+		return c.do(exchange{method: "GET", path: "/liveness", messageAdmin: true}).status == http.StatusOK
+	})
+	c.want(200, exchange{method: "GET", path: "/info", messageAdmin: true})
+	sched := kafkatest.Client(t, in.brokers)
+	if err := sched.ProduceSync(context.Background(), &kgo.Record{Topic: "schedules", Key: []byte("contract"), Value: []byte("payload"),
+		Headers: []kgo.RecordHeader{
+			{Key: record.HeaderScheduleEpoch, Value: []byte(strconv.FormatInt(now.Add(48*time.Hour).Unix(), 10))},
+			{Key: record.HeaderScheduleTargetTopic, Value: []byte("contract-target")},
+			{Key: record.HeaderScheduleTargetKey, Value: []byte("k")},
+		}}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 60*time.Second, "/schedules to list the schedule", func() bool {
+		var listed []json.RawMessage
+		c.want(200, exchange{method: "GET", path: "/schedules?q=contr", messageAdmin: true}).json(t, &listed)
+		return len(listed) == 1
+	})
 
 	// Who may come in: nobody without credentials; a wrong password is
 	// throttled by name after five (the address allows ten: the test
@@ -603,10 +661,10 @@ func TestOpenAPIContract(t *testing.T) {
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(strings.Replace(market, `"frequency"`, `"frequncy"`, 1))})
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(market + market)})
 	c.want(413, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: bytes.Repeat([]byte(" "), 1<<20+1)})
-	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the three definitions", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the three definitions and the schedule", func() bool {
 		var defs []map[string]any
 		c.want(200, exchange{method: "GET", path: "/schedulers", user: "vera"}).json(t, &defs)
-		return len(defs) == 3
+		return len(defs) == 4
 	})
 	c.want(200, exchange{method: "GET", path: "/schedulers?host=lightapi.net&name=market-1&unit=minute", user: "vera"})
 	c.want(400, exchange{method: "GET", path: "/schedulers?unit=fortnight", user: "vera"})
