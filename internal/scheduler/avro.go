@@ -112,3 +112,17 @@ func (t *table) format(i int32) string {
 	}
 	return ""
 }
+
+// rekeyAvro is, for a valid Avro command whose key is light-scheduler's
+// framed TaskDefinitionKey, the same command keyed host/name, as jobdrop's
+// own commands (the console, the API, files) key the task: the key picks
+// the input partition, and a task lives on one partition only. The engine
+// writes it back to the input topic in the transaction that reads the
+// original, and applies it when it reads it there; nil for any other
+// command, which applies as it is.
+func (r *runner) rekeyAvro(rec *kgo.Record, cmd command) *kgo.Record {
+	if cmd.format != record.FormatAvro || !avro.Framed(rec.Key) {
+		return nil
+	}
+	return &kgo.Record{Topic: rec.Topic, Key: []byte(cmd.key), Value: rec.Value, Headers: rec.Headers}
+}

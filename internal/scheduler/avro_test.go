@@ -193,3 +193,57 @@ func TestAvroWithoutRegistry(t *testing.T) {
 		return false
 	})
 }
+
+// TestAvroTaskTakesJobdropsOwnCommands creates a task with an Avro command
+// keyed, as light-scheduler's producers key it, by its framed
+// TaskDefinitionKey, which picks another input partition than the task's
+// key host/name does; then deletes it with a JSON command keyed host/name,
+// as the console and the API send it. The delete must reach the task: it
+// fires nothing, and its state lives on one partition only.
+func TestAvroTaskTakesJobdropsOwnCommands(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	producerSR, engineSR := registries["srfake"](t, h.brokers)
+	e := h.startWith(func(c *Config) { c.Avro = avro.New(engineSR) })
+	jobs, audit := h.watch("jobs"), h.watch(h.topics.Audit)
+	now := h.clock.Now()
+	cl := kafkatest.Client(t, h.brokers) // the default partitioner: by key
+	part := kgo.StickyKeyPartitioner(nil).ForTopic(h.topics.Input)
+	var d task.Definition
+	var k, v []byte
+	for i := 0; ; i++ { // a task whose two keys pick different partitions
+		d = every("market-"+strconv.Itoa(i), now.Add(time.Minute), task.Minutes, 1)
+		var err error
+		if k, v, err = avro.New(producerSR).Encode(ctx, h.topics.Input, &d); err != nil {
+			t.Fatal(err)
+		}
+		if part.Partition(&kgo.Record{Key: k}, partitions) != part.Partition(&kgo.Record{Key: []byte(d.Key())}, partitions) {
+			break
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: h.topics.Input, Key: k, Value: v, Timestamp: now}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "the Avro task active", func() bool { return e.ActiveTasks() == 1 })
+	del := task.Definition{Host: d.Host, Name: d.Name, Action: task.Delete}
+	h.send(del)
+	kafkatest.Eventually(t, 30*time.Second, "the task deleted", func() bool { return e.ActiveTasks() == 0 })
+	h.advanceTo(now.Add(2 * time.Minute))
+	e.stop()
+	if n := jobs.Count(); n != 0 {
+		t.Fatalf("%d events fired by a deleted task", n)
+	}
+	want := part.Partition(&kgo.Record{Key: []byte(d.Key())}, partitions)
+	for _, r := range kafkatest.Drain(t, h.brokers, h.topics.State) {
+		if string(r.Key) == d.Key() && int(r.Partition) != want {
+			t.Errorf("state of %s on partition %d, want only %d (its key's)", d.Key(), r.Partition, want)
+		}
+	}
+	deleted := false
+	for _, ev := range kafkatest.Decode[record.Audit](t, audit.Records()) {
+		deleted = deleted || ev.Action == record.ActionTaskDeleted && ev.Object == d.Key() && ev.Outcome == record.OutcomeOK
+	}
+	if !deleted {
+		t.Error("no task.deleted ok in the audit trail")
+	}
+}

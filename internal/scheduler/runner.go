@@ -436,6 +436,9 @@ type change struct {
 	ended  map[string]ending  // keys of the tasks to tombstone → why
 	fires  []*fire
 	audits []*kgo.Record
+	// forwards are commands written again onto the input topic, keyed as
+	// the task's other commands are (see rekeyAvro).
+	forwards []*kgo.Record
 }
 
 func newChange() *change {
@@ -772,6 +775,9 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 	for _, a := range c.audits {
 		produce(a)
 	}
+	for _, f := range c.forwards {
+		produce(f)
+	}
 	if next != r.next {
 		v := encode(checkpoint{InputOffset: next})
 		produce(r.stateRecord(keyCheckpoint, v))
@@ -1014,6 +1020,10 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 	if err != nil {
 		r.log.Warn("invalid command skipped", "offset", rec.Offset, "key", key, "err", err)
 		c.audits = append(c.audits, r.audit(src, record.ActionTaskRejected, key, record.OutcomeRejected, err.Error(), rec.Timestamp))
+		return nil
+	}
+	if fwd := r.rekeyAvro(rec, cmd); fwd != nil {
+		c.forwards = append(c.forwards, fwd)
 		return nil
 	}
 	data := splitPayload(&d)
