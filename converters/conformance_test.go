@@ -36,6 +36,7 @@ var conformance = []struct {
 	{"json", JSON{}, "testdata/json", ".json", Options{}},
 	{"jsonl", JSON{}, "testdata/json", ".jsonl", Options{}},
 	{"crontab", Crontab{}, "testdata/crontab", ".crontab", Options{Defaults: Defaults{Host: "acme", Topic: "jobs"}}},
+	{"quartz", QuartzXML{}, "testdata/quartz", ".xml", Options{Defaults: Defaults{Topic: "jobs"}}},
 	{"kubernetes", Kubernetes{}, "testdata/kubernetes", ".yaml", Options{Defaults: Defaults{Topic: "jobs"}}},
 }
 

@@ -20,6 +20,7 @@ func TestSamples(t *testing.T) {
 		{"jobs.json", JSON{}, Options{}, 4},
 		{"jobs.jsonl", JSON{}, Options{}, 4},
 		{"crontab", Crontab{}, Options{Defaults: Defaults{Host: "acme", Topic: "batch-jobs"}}, 6},
+		{"quartz_jobs.xml", QuartzXML{}, Options{Defaults: Defaults{Topic: "batch-jobs"}}, 5},
 		{"cronjobs.yaml", Kubernetes{}, Options{Defaults: Defaults{Topic: "batch-jobs"}}, 4},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -26,6 +26,8 @@ func newRegistry() *converters.Registry {
 	r.Register("xlsx", converters.XLSX{}, "*.xlsx", "*.xlsm")
 	r.Register("json", converters.JSON{}, "*.json", "*.jsonl", "*.ndjson")
 	r.Register("crontab", converters.Crontab{}, "crontab", "*.cron", "*.crontab")
+	// Quartz's job scheduling data; it refuses XML of any other root.
+	r.Register("quartz", converters.QuartzXML{}, "*.xml")
 	r.Register("kubernetes", converters.Kubernetes{}, "*.yaml", "*.yml")
 	// No pattern: a folder opts in with converter: exec and exec.program.
 	r.Register("exec", converters.Exec{})
