@@ -45,7 +45,7 @@ type Options struct {
 	Defaults Defaults `yaml:"defaults"`
 	// Mapping renames columns: file column name → default column name
 	// (host, name, action, topic, start, timeUnit, time, cron,
-	// cronDialect, timezone, end, data, data.<key>). Matching ignores case
+	// cronDialect, rrule, timezone, end, data, data.<key>). Matching ignores case
 	// and surrounding spaces.
 	Mapping map[string]string `yaml:"mapping"`
 	// CronDialect says how the folder's cron expressions are read: unix,

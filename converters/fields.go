@@ -37,6 +37,7 @@ const (
 	kindTime
 	kindCron
 	kindCronDialect
+	kindRrule
 	kindTimezone
 	kindEnd
 	kindData
@@ -46,7 +47,7 @@ const (
 
 // defaultColumns are the column names a file may use without any mapping,
 // in the order error messages list them.
-var defaultColumns = []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "cronDialect", "timezone", "end", "data"}
+var defaultColumns = []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "cronDialect", "rrule", "timezone", "end", "data"}
 
 // dataPrefix starts a column that holds one data entry.
 const dataPrefix = "data."
@@ -388,6 +389,7 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 	d.Topic = b.text(kindTopic, c.defaults.Topic)
 	d.Cron = b.text(kindCron, "")
 	warnings := b.cronDialect(&d)
+	d.Rrule = b.text(kindRrule, "")
 
 	d.Timezone = b.text(kindTimezone, c.defaults.Timezone)
 	loc := c.zone

@@ -126,7 +126,14 @@ type Definition struct {
 	// or auto picks one from the expression (see Dialect), so converters
 	// write the dialect they resolved and the task keeps it.
 	CronDialect Dialect `json:"cronDialect,omitempty"`
-	// Timezone is the IANA zone Cron is evaluated in. Defaults to UTC.
+	// Rrule is an RFC 5545 recurrence rule, "FREQ=MONTHLY;BYDAY=2TU"
+	// (the "RRULE:" prefix is optional), optionally followed, one per line
+	// or after a space, by "EXDATE:…" and "RDATE:…" lines of local times
+	// YYYYMMDDTHHMMSS (UTC with a trailing Z). Start is its DTSTART and
+	// Timezone its zone; it replaces Frequency and Cron.
+	Rrule string `json:"rrule,omitempty"`
+	// Timezone is the IANA zone Cron or Rrule is evaluated in. Defaults
+	// to UTC.
 	Timezone string `json:"timezone,omitempty"`
 	// End is the last possible fire time, epoch milliseconds.
 	End *int64 `json:"end,omitempty"`
@@ -161,7 +168,7 @@ func SplitKey(key string) (host, name string, ok bool) {
 }
 
 // Repeats reports whether the task fires more than once.
-func (d *Definition) Repeats() bool { return d.Frequency != nil || d.Cron != "" }
+func (d *Definition) Repeats() bool { return d.Frequency != nil || d.Cron != "" || d.Rrule != "" }
 
 // Equal reports whether two definitions describe the same task the same way.
 func (d *Definition) Equal(o *Definition) bool {
@@ -180,7 +187,8 @@ func Millis(t time.Time) int64 { return t.UnixMilli() }
 func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // When says in a few words when d fires: "every 5
-// minutes", "cron 0 2 * * * (Europe/Paris)", "once", with ", until …"
+// minutes", "cron 0 2 * * * (Europe/Paris)", "rrule FREQ=MONTHLY;BYDAY=2TU
+// (Europe/Paris)", "once", with ", until …"
 // when it has an end.
 func (d *Definition) When() string {
 	var s string
@@ -192,6 +200,11 @@ func (d *Definition) When() string {
 			// than cron's: "quartz cron 0 0 12 ? * 2-6".
 			s = string(dialect) + " " + s
 		}
+		if d.Timezone != "" {
+			s += " (" + d.Timezone + ")"
+		}
+	case d.Rrule != "":
+		s = "rrule " + strings.Join(strings.Fields(strings.TrimPrefix(strings.TrimSpace(d.Rrule), "RRULE:")), " ")
 		if d.Timezone != "" {
 			s += " (" + d.Timezone + ")"
 		}

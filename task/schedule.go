@@ -9,13 +9,13 @@ import (
 // accepted: the explicit start when there is one; otherwise, for a fixed
 // frequency, the accepted time rounded up to the next whole time unit (as
 // light-scheduler does), and the accepted time itself for one-shot and cron
-// tasks. Every fire is anchor + k·period, so execution delays never drift
+// tasks (an rrule task has a start: its DTSTART). Every fire is anchor + k·period, so execution delays never drift
 // the schedule.
 func (d *Definition) Anchor(accepted int64) int64 {
 	if d.Start != nil {
 		return *d.Start
 	}
-	if d.Frequency != nil && d.Cron == "" {
+	if d.Frequency != nil && d.Cron == "" && d.Rrule == "" {
 		unit := d.Frequency.TimeUnit.Duration().Milliseconds()
 		if unit > 0 {
 			return ceilDiv(accepted, unit) * unit
@@ -45,6 +45,8 @@ func (d *Definition) NextFire(anchor, after int64) (next int64, ok bool) {
 // rawNext is NextFire before the window and the end apply.
 func (d *Definition) rawNext(anchor, after int64) (int64, bool) {
 	switch {
+	case d.Rrule != "":
+		return d.rruleNext(anchor, max(after, anchor-1))
 	case d.Cron != "":
 		t, ok := d.cronNextIn(Time(max(after, anchor-1)))
 		return t.UnixMilli(), ok
@@ -132,7 +134,7 @@ func (d *Definition) Plan(anchor, due, now int64) (fire int64, fires bool, follo
 // skipToLast returns the first of the last n occurrences due at now,
 // walking from due.
 func (d *Definition) skipToLast(anchor, due, now int64, n int) int64 {
-	if d.Frequency != nil && d.Cron == "" && d.Window == nil && d.calendarDays() == nil {
+	if d.Frequency != nil && d.Cron == "" && d.Rrule == "" && d.Window == nil && d.calendarDays() == nil {
 		p := d.Frequency.Period().Milliseconds()
 		last := anchor + (now-anchor)/p*p
 		if d.End != nil && last > *d.End {
@@ -163,7 +165,7 @@ func (d *Definition) Occurrences(anchor, from, to int64) int {
 	if to < from {
 		return 0
 	}
-	if d.Frequency != nil && d.Cron == "" && d.Window == nil && d.calendarDays() == nil {
+	if d.Frequency != nil && d.Cron == "" && d.Rrule == "" && d.Window == nil && d.calendarDays() == nil {
 		return int((to-from)/d.Frequency.Period().Milliseconds()) + 1
 	}
 	n := 1

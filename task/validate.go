@@ -95,6 +95,26 @@ func (d *Definition) Validate() error {
 			}
 		}
 	}
+	if d.Rrule != "" {
+		if d.Frequency != nil {
+			bad("rrule", d.Rrule, "cannot be combined with a frequency")
+		}
+		if d.Cron != "" {
+			bad("rrule", d.Rrule, "cannot be combined with cron")
+		}
+		var start int64
+		switch {
+		case d.Start == nil:
+			bad("start", "", "is required with rrule: it is the rule's DTSTART")
+		case *d.Start%1000 != 0:
+			bad("start", fmt.Sprint(*d.Start), "must be a whole second with rrule: RFC 5545 times have no milliseconds")
+		default:
+			start = *d.Start
+		}
+		if problem := d.rruleProblem(start); problem != "" {
+			bad("rrule", d.Rrule, problem)
+		}
+	}
 	if d.Start != nil && *d.Start < 0 {
 		bad("start", fmt.Sprint(*d.Start), "must be epoch milliseconds after 1970")
 	}

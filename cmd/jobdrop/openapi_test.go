@@ -651,20 +651,23 @@ func TestOpenAPIContract(t *testing.T) {
 		`"window":{"from":"01:00","to":"05:00","days":["MON","TUE"]},"misfire":"SKIP","end":` + jsonInt(now.AddDate(1, 0, 0).UnixMilli()) +
 		`,"frequency":null,"start":null,"data":null,"timeout":60000}`
 	slow := `{"host":"api.example","name":"slow","frequency":{"timeUnit":"HOURS","time":1},"topic":"batch-jobs","start":` + jsonInt(start) + `,"timeout":1000}`
+	calendar := `{"host":"calendar.example","name":"board","rrule":"RRULE:FREQ=MONTHLY;BYDAY=2TU\nEXDATE:20270112T090000","timezone":"Europe/Paris",` +
+		`"topic":"batch-jobs","start":` + jsonInt(start-start%1000) + `}`
 	c.want(403, exchange{method: "POST", path: "/schedulers", user: "otto", body: []byte(market)})
 	c.want(403, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(market),
 		header: map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}})
-	for _, def := range []string{market, nightly, slow} {
+	for _, def := range []string{market, nightly, slow, calendar} {
 		c.want(200, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(def)})
 	}
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(strings.Replace(market, `"MINUTES"`, `"FORTNIGHTS"`, 1))})
+	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(strings.Replace(calendar, "MONTHLY", "FORTNIGHTLY", 1))})
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(strings.Replace(market, `"frequency"`, `"frequncy"`, 1))})
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(market + market)})
 	c.want(413, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: bytes.Repeat([]byte(" "), 1<<20+1)})
-	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the three definitions and the schedule", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the four definitions and the schedule", func() bool {
 		var defs []map[string]any
 		c.want(200, exchange{method: "GET", path: "/schedulers", user: "vera"}).json(t, &defs)
-		return len(defs) == 4
+		return len(defs) == 5
 	})
 	c.want(200, exchange{method: "GET", path: "/schedulers?host=lightapi.net&name=market-1&unit=minute", user: "vera"})
 	c.want(400, exchange{method: "GET", path: "/schedulers?unit=fortnight", user: "vera"})
@@ -783,6 +786,7 @@ func TestOpenAPIContract(t *testing.T) {
 	c.want(200, exchange{method: "GET", path: "/api/audit?action=file.held&sort=oldest", user: "vera"})
 	c.want(400, exchange{method: "GET", path: "/api/arrivals?limit=none", user: "vera", offContract: true})
 	c.want(200, exchange{method: "GET", path: "/api/tasks/api.example/nightly", user: "vera"})
+	c.want(200, exchange{method: "GET", path: "/api/tasks/calendar.example/board", user: "vera"})
 	c.want(404, exchange{method: "GET", path: "/api/tasks/api.example/nothing", user: "vera"})
 	c.want(200, exchange{method: "GET", path: "/api/files/" + injected.ID, user: "vera"})
 	c.want(200, exchange{method: "GET", path: "/api/files/" + rejected.ID, user: "vera"})

@@ -1131,12 +1131,13 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 }
 
 // sameCadence reports whether two definitions repeat alike: same
-// frequency, same cron expression read in the same dialect and time zone.
+// frequency, same cron expression read in the same dialect and time zone,
+// same rrule.
 func sameCadence(a, b *task.Definition) bool {
 	if (a.Frequency == nil) != (b.Frequency == nil) || a.Frequency != nil && *a.Frequency != *b.Frequency {
 		return false
 	}
-	return a.Cron == b.Cron && a.Timezone == b.Timezone && (a.Cron == "" || a.Dialect() == b.Dialect())
+	return a.Cron == b.Cron && a.Rrule == b.Rrule && a.Timezone == b.Timezone && (a.Cron == "" || a.Dialect() == b.Dialect())
 }
 
 // changeAction names a change of definition for the audit trail: pausing

@@ -70,7 +70,7 @@ func TestSpillReadsBackWhatItKeeps(t *testing.T) {
 // shapeKey (heap.go) must then learn it, or tasks differing only in that
 // field would share one shape.
 func TestShapeKeyCoversDefinition(t *testing.T) {
-	known := []string{"Host", "Name", "Action", "Frequency", "Topic", "Start", "Data", "Cron", "CronDialect", "Timezone",
+	known := []string{"Host", "Name", "Action", "Frequency", "Topic", "Start", "Data", "Cron", "CronDialect", "Rrule", "Timezone",
 		"End", "Window", "Misfire", "Active", "Timeout", "Message"}
 	typ := reflect.TypeFor[task.Definition]()
 	var fields []string

@@ -404,19 +404,19 @@ func (in *interner[K, V]) release(i int32) {
 // data, comparably. TestShapeKeyCoversDefinition fails when Definition
 // gains a field this does not know.
 type shapeKey struct {
-	host, action, topic, cron, dialect, timezone, misfire string
-	unit                                                  task.TimeUnit
-	every                                                 int32
-	hasFrequency, hasEnd, hasWindow                       bool
-	end                                                   int64
-	from, to, days                                        string
-	active                                                int8 // 0 absent, 1 true, 2 false
-	timeout                                               int64
-	message                                               bool // its payload is a message (splitPayload)
+	host, action, topic, cron, dialect, rrule, timezone, misfire string
+	unit                                                         task.TimeUnit
+	every                                                        int32
+	hasFrequency, hasEnd, hasWindow                              bool
+	end                                                          int64
+	from, to, days                                               string
+	active                                                       int8 // 0 absent, 1 true, 2 false
+	timeout                                                      int64
+	message                                                      bool // its payload is a message (splitPayload)
 }
 
 func keyOf(d *task.Definition) shapeKey {
-	k := shapeKey{host: d.Host, action: string(d.Action), topic: d.Topic, cron: d.Cron, dialect: string(d.CronDialect),
+	k := shapeKey{host: d.Host, action: string(d.Action), topic: d.Topic, cron: d.Cron, dialect: string(d.CronDialect), rrule: d.Rrule,
 		timezone: d.Timezone, misfire: string(d.Misfire), timeout: d.Timeout, message: d.Message != nil}
 	if d.Frequency != nil {
 		k.hasFrequency, k.unit, k.every = true, d.Frequency.TimeUnit, d.Frequency.Time
