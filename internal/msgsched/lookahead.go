@@ -108,8 +108,12 @@ func (b *Bridge) anyDue(recs []*kgo.Record) bool {
 const markerSlack = 2
 
 // scanIdle ends a look ahead that waits this long for more records: the
-// offsets left before its end are transaction markers.
-const scanIdle = time.Second
+// offsets left before its end are transaction markers, and the look
+// covers what it read. scanFirst bounds the wait for its first records.
+const (
+	scanIdle  = time.Second
+	scanFirst = 30 * time.Second
+)
 
 // scan reads partition tp from offset from up to end, committed records
 // only, and notes the last offset of each key.
@@ -122,19 +126,28 @@ func (b *Bridge) scan(ctx context.Context, tp topicPartition, from, end int64) (
 		return nil, err
 	}
 	defer cl.Close()
-	la := &lookahead{upTo: end, latest: map[string]int64{}}
+	la := &lookahead{upTo: from, latest: map[string]int64{}}
 	for {
-		pctx, cancel := context.WithTimeout(ctx, scanIdle)
+		wait := scanIdle
+		if la.upTo == from {
+			wait = scanFirst // connecting, and the first fetch
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		fetches := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		for _, fe := range fetches.Errors() {
-			if errors.Is(fe.Err, context.DeadlineExceeded) {
-				return la, nil // nothing more: markers, or the end
+			if !errors.Is(fe.Err, context.DeadlineExceeded) {
+				return nil, fe.Err
 			}
-			return nil, fe.Err
+			if la.upTo == from {
+				return nil, errors.New("no record read ahead in " + wait.String())
+			}
+			// Nothing more for a while: the offsets left are markers.
+			// What was read is all the look covers.
+			return la, nil
 		}
 		reached := false
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -143,9 +156,10 @@ func (b *Bridge) scan(ctx context.Context, tp topicPartition, from, end int64) (
 				return
 			}
 			la.latest[string(r.Key)] = r.Offset
-			reached = reached || end-(r.Offset+1) <= markerSlack
+			la.upTo = r.Offset + 1
 		})
-		if reached {
+		if reached || end-la.upTo <= markerSlack {
+			la.upTo = end
 			return la, nil
 		}
 	}
