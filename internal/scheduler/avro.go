@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/avro"
@@ -38,7 +39,7 @@ type command struct {
 func (r *runner) command(ctx context.Context, rec *kgo.Record) (command, error) {
 	if !avro.Framed(rec.Value) {
 		c := command{key: string(rec.Key)}
-		c.err = json.Unmarshal(rec.Value, &c.def)
+		c.err = segjson.Unmarshal(rec.Value, &c.def)
 		return c, nil
 	}
 	c := command{format: record.FormatAvro}
