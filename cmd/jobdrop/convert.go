@@ -13,10 +13,13 @@ import (
 	"github.com/jobdrop/jobdrop/task"
 )
 
-// previewed is a converted definition with its next fire times.
+// previewed is a converted definition with its next fire times, in UTC
+// and, for a task with a time zone, in its zone too: the times its old
+// scheduler showed.
 type previewed struct {
 	task.Definition
-	NextFires []string `json:"nextFires,omitempty"`
+	NextFires      []string `json:"nextFires,omitempty"`
+	NextFiresLocal []string `json:"nextFiresLocal,omitempty"`
 }
 
 // convert is the dry run: definitions as JSON lines on stdout (each with
@@ -67,8 +70,15 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 			out.CronDialect = r.Def.Dialect()
 		}
 		if preview > 0 {
+			var zone *time.Location
+			if tz := r.Def.Timezone; tz != "" && tz != "UTC" {
+				zone = task.Location(tz) // valid: the row passed its checks
+			}
 			for _, ms := range r.Def.Fires(now.UnixMilli(), preview) {
 				out.NextFires = append(out.NextFires, task.Time(ms).Format(time.RFC3339))
+				if zone != nil {
+					out.NextFiresLocal = append(out.NextFiresLocal, task.Time(ms).In(zone).Format(time.RFC3339))
+				}
 			}
 		}
 		return enc.Encode(out)

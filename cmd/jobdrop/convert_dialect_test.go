@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestConvertPreviewNamesTheCronDialect: each line says the dialect its
@@ -58,5 +59,67 @@ func TestConvertPreviewNamesTheCronDialect(t *testing.T) {
 	}
 	if strings.Count(stderr.String(), "warning:") != 1 {
 		t.Errorf("stderr %q: want exactly one warning", stderr.String())
+	}
+}
+
+// TestConvertPreviewShowsFiresInTheTasksZone: a task with a time zone
+// lists its next fires in that zone too, the same instants as in UTC, each
+// with the offset of its own date across a daylight-saving change; a task
+// without one lists UTC only.
+func TestConvertPreviewShowsFiresInTheTasksZone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "jobs.csv")
+	if err := os.WriteFile(path, []byte("host,name,topic,cron,timezone\n"+
+		"acme,nightly,jobs,30 3 * * *,Europe/Paris\n"+
+		"acme,hourly,jobs,0 * * * *,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	// From the Friday before Paris moves to summer time (29 March 2026).
+	if err := mainErr(context.Background(), []string{"convert", path, "--preview", "3", "--from", "2026-03-27T12:00:00Z"}, &stdout, &stderr); err != nil {
+		t.Fatalf("convert: %v\n%s", err, stderr.String())
+	}
+	type line struct {
+		Name           string   `json:"name"`
+		NextFires      []string `json:"nextFires"`
+		NextFiresLocal []string `json:"nextFiresLocal"`
+	}
+	var got []line
+	dec := json.NewDecoder(&stdout)
+	for dec.More() {
+		var l line
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	if len(got) != 2 {
+		t.Fatalf("got %+v, want 2 lines", got)
+	}
+	paris, _ := time.LoadLocation("Europe/Paris")
+	nightly := got[0]
+	if len(nightly.NextFiresLocal) != 3 || len(nightly.NextFires) != 3 {
+		t.Fatalf("nightly: %+v, want 3 fires in UTC and 3 in Europe/Paris", nightly)
+	}
+	var offsets []string
+	for i, local := range nightly.NextFiresLocal {
+		l, err1 := time.Parse(time.RFC3339, local)
+		u, err2 := time.Parse(time.RFC3339, nightly.NextFires[i])
+		if err1 != nil || err2 != nil || !l.Equal(u) {
+			t.Errorf("fire %d: local %s and UTC %s are not the same instant", i, local, nightly.NextFires[i])
+		}
+		if l.Format("15:04") != "03:30" {
+			t.Errorf("fire %d: %s, want 03:30 on the task's clock", i, local)
+		}
+		_, want := u.In(paris).Zone()
+		if _, off := l.Zone(); off != want {
+			t.Errorf("fire %d: %s has offset %ds, want Paris's %ds on that date", i, local, off, want)
+		}
+		offsets = append(offsets, local[len(local)-6:])
+	}
+	if !slices.Contains(offsets, "+01:00") || !slices.Contains(offsets, "+02:00") {
+		t.Errorf("offsets %v: want winter and summer time across the change", offsets)
+	}
+	if hourly := got[1]; len(hourly.NextFires) != 3 || hourly.NextFiresLocal != nil {
+		t.Errorf("hourly (no zone): %+v, want UTC fires only", hourly)
 	}
 }
