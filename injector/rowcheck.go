@@ -8,6 +8,7 @@ import (
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
 )
 
 // RowCheck holds the checks of a file's rows that no converter can make
@@ -44,6 +45,9 @@ const recordExtra = 400
 // Check returns the row's problem as a *converters.RowError, or nil. Call
 // it once per valid row (r.Err nil), in file order.
 func (c *RowCheck) Check(r converters.Row) error {
+	if r.Def.Message != nil {
+		return &converters.RowError{File: c.file, Row: r.Line, Column: "message", Err: task.ErrMessageFromSchedules}
+	}
 	if err := c.topics.CheckTarget(r.Def.Topic); err != nil {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "topic", Value: r.Def.Topic, Err: err}
 	}

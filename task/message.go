@@ -1,6 +1,7 @@
 package task
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -37,12 +38,17 @@ type Origin struct {
 	Timestamp int64 `json:"timestamp"`
 }
 
+// ErrMessageFromSchedules refuses a message anywhere but on the commands
+// the schedule topics' bridge writes: its tombstone goes where the message
+// says, on a topic that names its partitions.
+var ErrMessageFromSchedules = errors.New("set only by the schedule topics (message_scheduler.topics), not by files or the API")
+
 // validateMessage checks the message of a definition: a one-shot task
 // whose schedule record is known.
 func (d *Definition) validateMessage(bad func(field, value, reason string)) {
 	m := d.Message
-	if d.Frequency != nil || d.Cron != "" {
-		bad("message", "", "fires once: it cannot be combined with a frequency or a cron expression")
+	if d.Frequency != nil || d.Cron != "" || d.Rrule != "" {
+		bad("message", "", "fires once: it cannot be combined with a frequency, a cron expression or a recurrence rule")
 	}
 	if len(d.Data) > 0 {
 		bad("data", "", "cannot be combined with a message: the message is what fires")

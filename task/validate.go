@@ -26,6 +26,10 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s: %s (got %q)", e.Field, e.Reason, e.Value)
 }
 
+// MaxMillis is the last millisecond of the year 9999: times past it have
+// no RFC 3339 form.
+const MaxMillis = 253402300799999
+
 // MaxNameLen bounds host and name, so keys stay usable as Kafka keys and in
 // the console.
 const MaxNameLen = 255
@@ -117,6 +121,12 @@ func (d *Definition) Validate() error {
 	}
 	if d.Start != nil && *d.Start < 0 {
 		bad("start", fmt.Sprint(*d.Start), "must be epoch milliseconds after 1970")
+	}
+	if d.Start != nil && *d.Start > MaxMillis {
+		bad("start", fmt.Sprint(*d.Start), "must be before the year 10000")
+	}
+	if d.End != nil && *d.End > MaxMillis {
+		bad("end", fmt.Sprint(*d.End), "must be before the year 10000")
 	}
 	if d.End != nil && d.Start != nil && *d.End < *d.Start {
 		bad("end", fmt.Sprint(*d.End), "must not be before start")

@@ -153,6 +153,10 @@ func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
 	if d.Action == "" {
 		d.Action = task.Insert
 	}
+	if d.Message != nil {
+		s.writeFieldErrors(w, fieldError{Field: "message", Reason: task.ErrMessageFromSchedules.Error()})
+		return
+	}
 	if err := d.Validate(); err != nil {
 		s.writeInvalid(w, err)
 		return

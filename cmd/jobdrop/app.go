@@ -220,6 +220,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 
 	g, ctx := errgroup.WithContext(ctx)
 	if err := startMessageScheduler(ctx, g, cfg, base, brokers, admin, st, msLn, log); err != nil {
+		_ = ln.Close()
 		return err
 	}
 	g.Go(func() error { return rec.Run(ctx) })

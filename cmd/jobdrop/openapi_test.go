@@ -612,6 +612,11 @@ func TestOpenAPIContract(t *testing.T) {
 		c.want(200, exchange{method: "GET", path: "/schedules?q=contr", messageAdmin: true}).json(t, &listed)
 		return len(listed) == 1
 	})
+	var none []json.RawMessage
+	if c.want(200, exchange{method: "GET", path: "/schedules?limit=0", messageAdmin: true}).json(t, &none); len(none) != 0 {
+		t.Errorf("/schedules?limit=0 listed %d", len(none))
+	}
+	c.want(400, exchange{method: "GET", path: "/schedules?limit=many", messageAdmin: true, offContract: true})
 
 	// Who may come in: nobody without credentials; a wrong password is
 	// throttled by name after five (the address allows ten: the test
@@ -663,6 +668,12 @@ func TestOpenAPIContract(t *testing.T) {
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(strings.Replace(calendar, "MONTHLY", "FORTNIGHTLY", 1))})
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(strings.Replace(market, `"frequency"`, `"frequncy"`, 1))})
 	c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: []byte(market + market)})
+	// A message is the schedule topics' alone: its tombstone goes where
+	// it says.
+	if a := c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(strings.Replace(market, `"frequency"`,
+		`"message":{"key":"aw==","value":"dg==","from":{"topic":"light-scheduler-state","partition":0,"key":"aw==","timestamp":0}},"frequency"`, 1))}); !strings.Contains(string(a.body), "message") {
+		t.Errorf("POST /schedulers with a message: %s, want the field named", a.body)
+	}
 	c.want(413, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: bytes.Repeat([]byte(" "), 1<<20+1)})
 	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the four definitions and the schedule", func() bool {
 		var defs []map[string]any

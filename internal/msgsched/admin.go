@@ -3,9 +3,12 @@ package msgsched
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
@@ -34,7 +37,8 @@ var AdminRoutes = []string{"GET /liveness", "GET /info", "GET /schedules"}
 
 // Admin answers the REST endpoints kafka-message-scheduler's admin page
 // reads, in its JSON shapes: GET /info, GET /schedules (the schedules
-// waiting to fire; ?q= keeps those whose key holds it), GET /liveness.
+// waiting to fire, by key; ?q= keeps those whose key holds it, ?limit=
+// bounds them), GET /liveness.
 func Admin(c AdminConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(AdminRoutes[0], func(w http.ResponseWriter, _ *http.Request) {
@@ -51,21 +55,48 @@ func Admin(c AdminConfig) http.Handler {
 	})
 	mux.HandleFunc(AdminRoutes[2], func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query().Get("q")
-		out := []Schedule{}
+		limit := -1
+		if v := r.URL.Query().Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				http.Error(w, fmt.Sprintf("limit %q: want a whole number of schedules, 0 or more", v), http.StatusBadRequest)
+				return
+			}
+			limit = n
+		}
+		// Streamed, one schedule at a time: a topic may hold millions.
+		enc := json.NewEncoder(w)
+		started, n := false, 0
 		for _, topic := range c.Topics {
 			err := c.Tasks.EachTask(r.Context(), storetype.TaskFilter{Host: topic, Status: storetype.TaskLive, Sort: storetype.TaskSortKey},
 				func(t storetype.Task) error {
-					if s, ok := scheduleOf(t); ok && strings.Contains(s.ID, q) {
-						out = append(out, s)
+					s, ok := scheduleOf(t)
+					if !ok || !strings.Contains(s.ID, q) || limit >= 0 && n >= limit {
+						return nil
 					}
-					return nil
+					if !started {
+						w.Header().Set("Content-Type", "application/json; charset=utf-8")
+						_, _ = io.WriteString(w, "[")
+						started = true
+					} else {
+						_, _ = io.WriteString(w, ",")
+					}
+					n++
+					return enc.Encode(s)
 				})
-			if err != nil {
+			if err != nil && !started {
 				http.Error(w, "cannot list the schedules: "+err.Error(), http.StatusServiceUnavailable)
 				return
 			}
+			if err != nil {
+				return // cut short: the answer is no valid JSON, which the client sees
+			}
 		}
-		writeJSON(w, out)
+		if !started {
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			_, _ = io.WriteString(w, "[")
+		}
+		_, _ = io.WriteString(w, "]\n")
 	})
 	return mux
 }

@@ -181,7 +181,7 @@ func (b *Bridge) transact(ctx context.Context, sess *kgo.GroupTransactSession, f
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				if kafka.RecordFault(err) && out.Topic == b.cfg.Records.Input {
+				if kafka.RecordFault(err) {
 					b.mu.Lock()
 					b.refused[where] = err.Error()
 					b.mu.Unlock()

@@ -7,6 +7,7 @@ package msgsched
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,7 +39,7 @@ type converter struct {
 // schedule dropped or rejected its audit event (and, dropped, its
 // tombstone).
 func (c converter) convert(rec *kgo.Record) []*kgo.Record {
-	if rec.Value == nil && (header(rec, record.HeaderFireID) != nil || header(rec, HeaderDropped) != nil) {
+	if ownTombstone(rec) {
 		return nil // the tombstone of a schedule fired or dropped: done already
 	}
 	if len(rec.Key) == 0 {
@@ -89,7 +90,7 @@ func (c converter) definition(rec *kgo.Record, host, name string) (task.Definiti
 		return task.Definition{}, fmt.Errorf("is no schedule: header %s missing", strings.Join(missing, ", "))
 	}
 	secs, err := strconv.ParseInt(strings.TrimSpace(string(epoch)), 10, 64)
-	if err != nil || secs < 0 || secs > 1<<40 {
+	if err != nil || secs < 0 || secs > task.MaxMillis/1000 {
 		return task.Definition{}, fmt.Errorf("header %s %q: want the fire time in whole seconds since 1970", record.HeaderScheduleEpoch, epoch)
 	}
 	m := &task.Message{Key: target, Value: rec.Value, History: c.history,
@@ -104,7 +105,22 @@ func (c converter) definition(rec *kgo.Record, host, name string) (task.Definiti
 	d := task.Definition{Host: host, Name: name, Action: task.Insert, Topic: string(topic),
 		Start: task.Ptr(secs * 1000), Message: m}
 	if err := d.Validate(); err != nil {
-		return task.Definition{}, fmt.Errorf("header %s: %w", record.HeaderScheduleTargetTopic, err)
+		// Say what in the record is wrong: the key (the task's name), the
+		// target topic's header, or the epoch's.
+		var parts []string
+		for _, fe := range task.FieldErrors(err) {
+			switch fe.Field {
+			case "name", "host":
+				parts = append(parts, "key: "+fe.Reason)
+			case "topic":
+				parts = append(parts, fmt.Sprintf("header %s %q: %s", record.HeaderScheduleTargetTopic, fe.Value, fe.Reason))
+			case "start":
+				parts = append(parts, fmt.Sprintf("header %s %q: %s", record.HeaderScheduleEpoch, epoch, fe.Reason))
+			default:
+				parts = append(parts, fe.Error())
+			}
+		}
+		return task.Definition{}, errors.New(strings.Join(parts, "; "))
 	}
 	return d, nil
 }
@@ -126,9 +142,27 @@ func (c converter) auditRec(rec *kgo.Record, object, action, outcome, why string
 	now := c.now()
 	a := record.Audit{ID: action + ":" + where, At: now.UnixMilli(),
 		Actor: Actor, Action: action, Object: object, Outcome: outcome,
-		Detail: fmt.Sprintf("schedule at %s (key %q) %s", where, rec.Key, why)}
+		Detail: fmt.Sprintf("schedule at %s (key %s) %s", where, quoteKey(rec.Key), why)}
 	v, _ := json.Marshal(a)
 	return &kgo.Record{Topic: c.audit, Key: []byte(Actor), Value: v}
+}
+
+// ownTombstone reports whether rec is a tombstone jobdrop wrote once it
+// fired or dropped a schedule.
+func ownTombstone(rec *kgo.Record) bool {
+	return rec.Value == nil && (header(rec, record.HeaderFireID) != nil || header(rec, HeaderDropped) != nil)
+}
+
+// maxQuotedKey bounds the bytes of a key an audit event quotes: a key
+// may be as large as a record.
+const maxQuotedKey = 64
+
+// quoteKey quotes key for an audit event, cut to its first bytes.
+func quoteKey(key []byte) string {
+	if len(key) <= maxQuotedKey {
+		return strconv.Quote(string(key))
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(string(key[:maxQuotedKey])), len(key))
 }
 
 // header is the value of the last header called key, nil when none is.

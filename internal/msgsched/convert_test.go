@@ -160,3 +160,31 @@ func TestEscapeNameKeepsKeysApart(t *testing.T) {
 		t.Fatalf("plain key escaped to %q", n)
 	}
 }
+
+func TestHostileScheduleIsRejectedBriefly(t *testing.T) {
+	now := time.Now()
+	huge := string(make([]byte, 300_000)) // a key as large as a record
+	out := testConverter(0).convert(schedule(huge, "v", now))
+	if len(out) != 1 || out[0].Topic != "light-scheduler-audit" {
+		t.Fatalf("%d records, want one audit event", len(out))
+	}
+	if n := len(out[0].Value); n > 2048 {
+		t.Fatalf("the audit event of a 300,000-byte key is %d bytes: it would be refused as the key is", n)
+	}
+	if !strings.Contains(string(out[0].Value), "(300000 bytes)") {
+		t.Errorf("audit %s does not say the key's length", out[0].Value)
+	}
+	// A fire time past the year 9999 has no RFC 3339 form: refused by name.
+	out = testConverter(0).convert(schedule("far", "v", now, record.HeaderScheduleEpoch, "253402300800",
+		record.HeaderScheduleTargetTopic, "t", record.HeaderScheduleTargetKey, "x"))
+	var a record.Audit
+	if len(out) != 1 || json.Unmarshal(out[0].Value, &a) != nil || a.Action != record.ActionScheduleRejected ||
+		!strings.Contains(a.Detail, `scheduler-epoch "253402300800"`) {
+		t.Fatalf("epoch in the year 10000: %+v", a)
+	}
+	// A key of spaces is the key's fault, not the target topic's.
+	out = testConverter(0).convert(scheduled("   ", "v", 4102444800, now))
+	if len(out) != 1 || json.Unmarshal(out[0].Value, &a) != nil || !strings.Contains(a.Detail, "key: is required") {
+		t.Fatalf("blank key: %+v", a)
+	}
+}

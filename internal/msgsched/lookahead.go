@@ -30,7 +30,9 @@ type lookahead struct {
 }
 
 // superseded reports whether rec is replaced by a later record of its key
-// that the look ahead saw.
+// that the look ahead saw. The tombstones jobdrop writes itself, once it
+// fired or dropped a version, replace nothing: a version written after
+// the one fired is a schedule of its own.
 func (la *lookahead) superseded(rec *kgo.Record) bool {
 	if la == nil || rec.Offset >= la.upTo {
 		return false
@@ -64,7 +66,7 @@ func (b *Bridge) lookAhead(ctx context.Context, fetches kgo.Fetches) {
 			la = nil // an earlier look, which these records outrun
 		}
 		switch {
-		case end-(last+1) <= markerSlack:
+		case last+1 >= end:
 			la = &lookahead{upTo: last + 1, latest: map[string]int64{}} // caught up
 		case la == nil && b.anyDue(p.Records):
 			var err error
@@ -79,7 +81,7 @@ func (b *Bridge) lookAhead(ctx context.Context, fetches kgo.Fetches) {
 			la = &lookahead{upTo: last + 1, latest: map[string]int64{}}
 		}
 		for _, r := range p.Records {
-			if r.Offset > la.latest[string(r.Key)] && r.Offset < la.upTo {
+			if !ownTombstone(r) && r.Offset > la.latest[string(r.Key)] && r.Offset < la.upTo {
 				la.latest[string(r.Key)] = r.Offset
 			}
 		}
@@ -102,11 +104,6 @@ func (b *Bridge) anyDue(recs []*kgo.Record) bool {
 	return false
 }
 
-// markerSlack is how many offsets past the last record fetched may be
-// transaction markers (no record a consumer sees) with the partition still
-// caught up: the last transactions' commit markers.
-const markerSlack = 2
-
 // scanIdle ends a look ahead that waits this long for more records: the
 // offsets left before its end are transaction markers, and the look
 // covers what it read. scanFirst bounds the wait for its first records.
@@ -121,6 +118,8 @@ func (b *Bridge) scan(ctx context.Context, tp topicPartition, from, end int64) (
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tp.topic: {tp.partition: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers too: they take offsets up to the end.
+		kgo.KeepControlRecords(),
 	}, b.cfg.ClientOpts...)...)
 	if err != nil {
 		return nil, err
@@ -145,8 +144,8 @@ func (b *Bridge) scan(ctx context.Context, tp topicPartition, from, end int64) (
 			if la.upTo == from {
 				return nil, errors.New("no record read ahead in " + wait.String())
 			}
-			// Nothing more for a while: the offsets left are markers.
-			// What was read is all the look covers.
+			// Nothing more for a while: what was read is all the look
+			// covers.
 			return la, nil
 		}
 		reached := false
@@ -155,10 +154,12 @@ func (b *Bridge) scan(ctx context.Context, tp topicPartition, from, end int64) (
 				reached = true
 				return
 			}
-			la.latest[string(r.Key)] = r.Offset
 			la.upTo = r.Offset + 1
+			if !r.Attrs.IsControl() && !ownTombstone(r) {
+				la.latest[string(r.Key)] = r.Offset
+			}
 		})
-		if reached || end-la.upTo <= markerSlack {
+		if reached || la.upTo >= end {
 			la.upTo = end
 			return la, nil
 		}

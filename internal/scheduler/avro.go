@@ -125,5 +125,5 @@ func (r *runner) rekeyAvro(rec *kgo.Record, cmd command) *kgo.Record {
 	if cmd.format != record.FormatAvro || !avro.Framed(rec.Key) {
 		return nil
 	}
-	return &kgo.Record{Topic: rec.Topic, Key: []byte(cmd.key), Value: rec.Value, Headers: rec.Headers}
+	return &kgo.Record{Topic: rec.Topic, Key: []byte(cmd.key), Value: rec.Value, Headers: rec.Headers, Timestamp: rec.Timestamp}
 }

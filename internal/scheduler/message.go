@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	segjson "github.com/segmentio/encoding/json"
@@ -22,6 +23,11 @@ func (r *runner) prepareMessage(ctx context.Context, f *fire) {
 		return
 	}
 	f.msg = &m
+	if !slices.Contains(r.e.cfg.ScheduleTopics, m.From.Topic) && f.err == nil {
+		// Its tombstone would be written by key, not where the schedule
+		// is: a node whose message_scheduler.topics lacks the topic.
+		f.err = fmt.Errorf("%w: schedule topic %s is not in message_scheduler.topics of node %s", errTarget, m.From.Topic, r.e.cfg.Node)
+	}
 	if m.History != "" && f.err == nil {
 		if err := r.e.cfg.Targets.Ensure(ctx, m.History); err != nil {
 			f.err = fmt.Errorf("%w: history topic %s: %w", errTarget, m.History, err)

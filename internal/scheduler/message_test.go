@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,40 @@ func TestMessageTaskFiresItsRecordAndTombstonesTheSchedule(t *testing.T) {
 	// committed together.
 	if got.ProducerID != tomb.ProducerID || got.ProducerEpoch != tomb.ProducerEpoch {
 		t.Fatalf("fire by producer %d/%d, tombstone by %d/%d", got.ProducerID, got.ProducerEpoch, tomb.ProducerID, tomb.ProducerEpoch)
+	}
+}
+
+// TestMessageTaskOfAnotherScheduleTopicIsRefusedAlone: a message task
+// whose schedule topic this node does not read (its tombstone would go by
+// key, not where the schedule is) is refused with the reason, as its own
+// fault; the partition's other tasks fire on time.
+func TestMessageTaskOfAnotherScheduleTopicIsRefusedAlone(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	target := h.watch("online-videos")
+	status := h.watch(h.topics.Status)
+	e := h.startWith(func(c *Config) { c.ScheduleTopics = []string{"schedules"} })
+	at := t0.Add(time.Second)
+	d := task.Definition{Host: "elsewhere", Name: "vid2", Action: task.Insert, Topic: "online-videos", Start: task.Ptr(at.UnixMilli()),
+		Message: &task.Message{Key: []byte("vid2"), Value: []byte("v"), From: task.Origin{Topic: "elsewhere", Partition: 0, Key: []byte("vid2")}}}
+	plain := oneShot("plain", at)
+	plain.Topic = "online-videos"
+	h.send(d, plain)
+	kafkatest.Eventually(t, 30*time.Second, "2 tasks active", func() bool { return e.ActiveTasks() == 2 })
+	h.advanceTo(at)
+	h.waitFired(target, 1)
+	kafkatest.Eventually(t, 30*time.Second, "the refusal recorded", func() bool {
+		for _, s := range kafkatest.Decode[record.Status](t, status.Records()) {
+			if s.Status == record.StatusFailed && strings.Contains(s.Message, "schedule topic elsewhere is not in message_scheduler.topics") {
+				return true
+			}
+		}
+		return false
+	})
+	e.stop()
+	for _, r := range target.Records() {
+		if name := headerValue(r, record.HeaderFireName); name != "plain" {
+			t.Errorf("fired %s, want only plain", name)
+		}
 	}
 }
