@@ -38,6 +38,7 @@ var conformance = []struct {
 	{"crontab", Crontab{}, "testdata/crontab", ".crontab", Options{Defaults: Defaults{Host: "acme", Topic: "jobs"}}},
 	{"quartz", QuartzXML{}, "testdata/quartz", ".xml", Options{Defaults: Defaults{Topic: "jobs"}}},
 	{"kubernetes", Kubernetes{}, "testdata/kubernetes", ".yaml", Options{Defaults: Defaults{Topic: "jobs"}}},
+	{"windows", WinTask{}, "testdata/windows", ".xml", Options{Defaults: Defaults{Topic: "jobs"}}},
 }
 
 // goldenLine is one line of a golden file: a row's definition, a row's

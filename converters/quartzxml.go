@@ -94,6 +94,13 @@ func (n *xmlNode) value(name string) string {
 // parseXMLTree reads a whole document into nodes, recording the line of
 // each start tag.
 func parseXMLTree(ctx context.Context, data []byte) (*xmlNode, error) {
+	return parseXMLTreeCharset(ctx, data, nil)
+}
+
+// parseXMLTreeCharset is parseXMLTree with the decoder's CharsetReader: a
+// document already decoded to UTF-8 may still declare the encoding it was
+// written in.
+func parseXMLTreeCharset(ctx context.Context, data []byte, charset func(string, io.Reader) (io.Reader, error)) (*xmlNode, error) {
 	var newlines []int
 	for i, b := range data {
 		if b == '\n' {
@@ -102,6 +109,7 @@ func parseXMLTree(ctx context.Context, data []byte) (*xmlNode, error) {
 	}
 	lineAt := func(off int64) int { return sort.SearchInts(newlines, int(off)) + 1 }
 	dec := xml.NewDecoder(bytes.NewReader(data))
+	dec.CharsetReader = charset
 	var root *xmlNode
 	var stack []*xmlNode
 	counts := []map[string]int{{}}

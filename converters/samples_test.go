@@ -22,6 +22,9 @@ func TestSamples(t *testing.T) {
 		{"crontab", Crontab{}, Options{Defaults: Defaults{Host: "acme", Topic: "batch-jobs"}}, 6},
 		{"quartz_jobs.xml", QuartzXML{}, Options{Defaults: Defaults{Topic: "batch-jobs"}}, 5},
 		{"cronjobs.yaml", Kubernetes{}, Options{Defaults: Defaults{Topic: "batch-jobs"}}, 4},
+		{"windows_ledger_close.xml", WinTask{}, Options{Defaults: Defaults{Topic: "batch-jobs", Timezone: "Europe/Paris"}}, 5},
+		{"windows_ledger_close.xml", XML{}, Options{Defaults: Defaults{Topic: "batch-jobs", Timezone: "Europe/Paris"}}, 5},
+		{"quartz_jobs.xml", XML{}, Options{Defaults: Defaults{Topic: "batch-jobs"}}, 5},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			n := 0

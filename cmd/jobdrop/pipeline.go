@@ -26,8 +26,11 @@ func newRegistry() *converters.Registry {
 	r.Register("xlsx", converters.XLSX{}, "*.xlsx", "*.xlsm")
 	r.Register("json", converters.JSON{}, "*.json", "*.jsonl", "*.ndjson")
 	r.Register("crontab", converters.Crontab{}, "crontab", "*.cron", "*.crontab")
-	// Quartz's job scheduling data; it refuses XML of any other root.
-	r.Register("quartz", converters.QuartzXML{}, "*.xml")
+	// XML goes by its root element: Quartz's job scheduling data or a
+	// Windows Task Scheduler task; a folder may also name either.
+	r.Register("xml", converters.XML{}, "*.xml")
+	r.Register("quartz", converters.QuartzXML{})
+	r.Register("windows", converters.WinTask{})
 	r.Register("kubernetes", converters.Kubernetes{}, "*.yaml", "*.yml")
 	// No pattern: a folder opts in with converter: exec and exec.program.
 	r.Register("exec", converters.Exec{})
