@@ -40,15 +40,17 @@ func TestDatabaseDeletedWhileRunningIsRebuilt(t *testing.T) {
 		return out
 	}
 	var before map[string]string
-	kafkatest.Eventually(t, 60*time.Second, "2 fires recorded and /readyz 200", func() bool {
+	var last string
+	kafkatest.Eventually(t, 60*time.Second, "2 fires recorded, /readyz 200 and the views settled", func() bool {
 		before = snapshot()
 		code, _ := in.readyz()
 		if code != http.StatusOK || strings.Count(before["/api/executions"], `"fireId"`) != 2 {
 			return false
 		}
 		// The tasks' view is written apart from the executions': wait
-		// until it counts both fires too, or the snapshot is taken
-		// between the two and differs from any later one.
+		// until it counts both executions too, and until two looks in a
+		// row agree, or the snapshot is taken while a view still moves and
+		// differs from any later one.
 		var tasks []struct {
 			Status     string `json:"status"`
 			FireCount  int    `json:"fireCount"`
@@ -57,15 +59,20 @@ func TestDatabaseDeletedWhileRunningIsRebuilt(t *testing.T) {
 		if json.Unmarshal([]byte(before["/api/tasks"]), &tasks) != nil {
 			return false
 		}
-		fires, executions, completed := 0, 0, 0
+		executions, completed, counted := 0, 0, 0
 		for _, tk := range tasks {
-			fires += tk.FireCount
 			executions += tk.Executions
-			if tk.Status == "completed" {
+			switch {
+			case tk.Status == "completed":
 				completed++
+			case tk.FireCount == 1:
+				counted++ // the hourly task's state, after its fire
 			}
 		}
-		return len(tasks) == 2 && fires == 1 && executions == 2 && completed == 1
+		now := fmt.Sprint(before)
+		settled := now == last
+		last = now
+		return len(tasks) == 2 && executions == 2 && completed == 1 && counted == 1 && settled
 	})
 
 	db := filepath.Join(in.cfg.DataDir, dbFile)
