@@ -229,18 +229,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	// The dashboard's timeline of the next 24 hours and its charts of the
 	// last hours, computed in the background.
 	g.Go(func() error { return console.Run(ctx) })
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("console: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shut)
-	})
+	serve(ctx, g, srv, ln, "console")
 	g.Go(func() error {
 		if err := auditUnclean(ctx, inj, cfg.DataDir, cfg.Node, unclean, h.clock.Now()); err != nil && ctx.Err() == nil {
 			log.Error("unclean stop not audited; the next start tries again", "error", err)
@@ -264,6 +253,23 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		log.Info("jobdrop stopped")
 	}
 	return err
+}
+
+// serve runs srv on ln in g until ctx is done, then shuts it down, giving
+// open requests 5s; what names it in errors.
+func serve(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener, what string) {
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shut)
+	})
 }
 
 // ensureTopics checks the connection and jobdrop's topics, creating them

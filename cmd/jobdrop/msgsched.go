@@ -95,20 +95,8 @@ func startMessageScheduler(ctx context.Context, g *errgroup.Group, cfg Config, b
 		Handler: msgsched.Admin(msgsched.AdminConfig{Topics: c.Topics, History: c.HistoryTopic, Brokers: brokers,
 			Listen: ln.Addr().String(), Live: b.Live, Tasks: st})}
 	log.Info("message scheduler admin listening", "url", "http://"+ln.Addr().String())
-	serving := ln
-	ln = nil
-	g.Go(func() error {
-		if err := srv.Serve(serving); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("message_scheduler.listen: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(shut)
-	})
+	serve(ctx, g, srv, ln, "message_scheduler.listen")
+	ln = nil // served: closed by its server
 	return nil
 }
 
