@@ -675,9 +675,19 @@ func TestOpenAPIContract(t *testing.T) {
 		t.Errorf("POST /schedulers with a message: %s, want the field named", a.body)
 	}
 	c.want(413, exchange{method: "POST", path: "/schedulers", user: "ada", offContract: true, body: bytes.Repeat([]byte(" "), 1<<20+1)})
+	var listed []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("GET /schedulers listed last: %v", listed)
+		}
+	}()
 	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the four definitions and the schedule", func() bool {
 		var defs []map[string]any
 		c.want(200, exchange{method: "GET", path: "/schedulers", user: "vera"}).json(t, &defs)
+		listed = listed[:0]
+		for _, d := range defs {
+			listed = append(listed, fmt.Sprint(d["host"], "/", d["name"]))
+		}
 		return len(defs) == 5
 	})
 	c.want(200, exchange{method: "GET", path: "/schedulers?host=lightapi.net&name=market-1&unit=minute", user: "vera"})
