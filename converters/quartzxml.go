@@ -1,13 +1,10 @@
 package converters
 
 import (
-	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -62,106 +59,6 @@ func (QuartzXML) Convert(ctx context.Context, path string, opts Options, emit fu
 	return convertFile(ctx, path, opts, emit, QuartzXML{}.ConvertReader)
 }
 
-// xmlNode is an element with the line it starts on.
-type xmlNode struct {
-	name  string
-	space string
-	line  int
-	text  string
-	kids  []*xmlNode
-	// path is where it lies: job-scheduling-data/schedule[1]/trigger[2].
-	path string
-}
-
-// child returns the first child named name, or nil.
-func (n *xmlNode) child(name string) *xmlNode {
-	for _, k := range n.kids {
-		if k.name == name {
-			return k
-		}
-	}
-	return nil
-}
-
-// value is the trimmed text of the child named name, "" when absent.
-func (n *xmlNode) value(name string) string {
-	if k := n.child(name); k != nil {
-		return strings.TrimSpace(k.text)
-	}
-	return ""
-}
-
-// parseXMLTree reads a whole document into nodes, recording the line of
-// each start tag.
-func parseXMLTree(ctx context.Context, data []byte) (*xmlNode, error) {
-	return parseXMLTreeCharset(ctx, data, nil)
-}
-
-// parseXMLTreeCharset is parseXMLTree with the decoder's CharsetReader: a
-// document already decoded to UTF-8 may still declare the encoding it was
-// written in.
-func parseXMLTreeCharset(ctx context.Context, data []byte, charset func(string, io.Reader) (io.Reader, error)) (*xmlNode, error) {
-	var newlines []int
-	for i, b := range data {
-		if b == '\n' {
-			newlines = append(newlines, i)
-		}
-	}
-	lineAt := func(off int64) int { return sort.SearchInts(newlines, int(off)) + 1 }
-	dec := xml.NewDecoder(bytes.NewReader(data))
-	dec.CharsetReader = charset
-	var root *xmlNode
-	var stack []*xmlNode
-	counts := []map[string]int{{}}
-	for i := 0; ; i++ {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			if len(stack) >= maxQuartzDepth {
-				return nil, fmt.Errorf("line %d: elements nested deeper than %d", lineAt(off), maxQuartzDepth)
-			}
-			n := &xmlNode{name: t.Name.Local, space: t.Name.Space, line: lineAt(off)}
-			c := counts[len(counts)-1]
-			c[n.name]++
-			n.path = n.name
-			if len(stack) > 0 {
-				parent := stack[len(stack)-1]
-				parent.kids = append(parent.kids, n)
-				n.path = fmt.Sprintf("%s/%s[%d]", parent.path, n.name, c[n.name])
-			} else if root != nil {
-				return nil, fmt.Errorf("line %d: a second root element <%s>", n.line, n.name)
-			} else {
-				root = n
-			}
-			stack = append(stack, n)
-			counts = append(counts, map[string]int{})
-		case xml.EndElement:
-			stack = stack[:len(stack)-1]
-			counts = counts[:len(counts)-1]
-		case xml.CharData:
-			if len(stack) > 0 {
-				stack[len(stack)-1].text += string(t)
-			}
-		}
-	}
-	if root == nil {
-		return nil, errors.New("no root element")
-	}
-	return root, nil
-}
-
 // quartzJob is a <job> element read.
 type quartzJob struct {
 	node     *xmlNode
@@ -175,23 +72,9 @@ type quartzJob struct {
 // ConvertReader reads job scheduling data from r as Convert does; file is
 // the name used in errors.
 func (QuartzXML) ConvertReader(ctx context.Context, file string, r io.Reader, opts Options, emit func(Row) error) error {
-	defaults, folderLoc, derrs := normalizeDefaults(opts.Defaults)
-	var errs []error
-	for _, err := range derrs {
-		errs = append(errs, &RowError{File: file, Err: err})
-	}
-	if defaults.Topic == "" {
-		errs = append(errs, &RowError{File: file, Column: "topic", Err: errors.New("the job XML names no topic: set defaults.topic for the folder")})
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxQuartzXMLBytes+1))
+	defaults, folderLoc, data, err := readWholeExport(file, r, opts, maxQuartzXMLBytes, "the job XML", "Quartz job XML")
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if len(data) > maxQuartzXMLBytes {
-		return fmt.Errorf("%s: larger than %d MiB; is this Quartz job XML?", file, maxQuartzXMLBytes>>20)
+		return err
 	}
 	root, err := parseXMLTree(ctx, data)
 	if err != nil {

@@ -1,10 +1,7 @@
 package converters
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/text/encoding"
-	"golang.org/x/text/encoding/unicode"
 
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -73,59 +67,12 @@ func (WinTask) Convert(ctx context.Context, path string, opts Options, emit func
 	return convertFile(ctx, path, opts, emit, WinTask{}.ConvertReader)
 }
 
-// decodeXMLBytes returns an XML document as UTF-8: decoded from UTF-16
-// when it starts with a UTF-16 byte order mark or with "<" as UTF-16,
-// without a UTF-8 byte order mark otherwise.
-func decodeXMLBytes(b []byte) []byte {
-	var enc encoding.Encoding
-	switch {
-	case len(b) >= 2 && (b[0] == 0xFF && b[1] == 0xFE || b[0] == 0xFE && b[1] == 0xFF):
-		enc = unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM)
-	case len(b) >= 2 && b[0] == '<' && b[1] == 0:
-		enc = unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM)
-	case len(b) >= 2 && b[0] == 0 && b[1] == '<':
-		enc = unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM)
-	}
-	if enc == nil {
-		return bytes.TrimPrefix(b, utf8BOM)
-	}
-	out, err := enc.NewDecoder().Bytes(b[:len(b)&^1])
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// decodedCharset lets a document decoded to UTF-8 keep the declaration of
-// the encoding it was written in.
-func decodedCharset(label string, r io.Reader) (io.Reader, error) {
-	switch strings.ToLower(label) {
-	case "utf-16", "utf-16le", "utf-16be", "unicode", "utf-8", "utf8":
-		return r, nil
-	}
-	return nil, fmt.Errorf("encoding %q: want UTF-16 or UTF-8", label)
-}
-
 // ConvertReader reads a task definition from r as Convert does; file is
 // the name used in errors.
 func (WinTask) ConvertReader(ctx context.Context, file string, r io.Reader, opts Options, emit func(Row) error) error {
-	defaults, folderLoc, derrs := normalizeDefaults(opts.Defaults)
-	var errs []error
-	for _, err := range derrs {
-		errs = append(errs, &RowError{File: file, Err: err})
-	}
-	if defaults.Topic == "" {
-		errs = append(errs, &RowError{File: file, Column: "topic", Err: errors.New("a Task Scheduler task names no topic: set defaults.topic for the folder")})
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	raw, err := io.ReadAll(io.LimitReader(r, maxWinTaskBytes+1))
+	defaults, folderLoc, raw, err := readWholeExport(file, r, opts, maxWinTaskBytes, "a Task Scheduler task", "a Task Scheduler task")
 	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if len(raw) > maxWinTaskBytes {
-		return fmt.Errorf("%s: larger than %d MiB; is this a Task Scheduler task?", file, maxWinTaskBytes>>20)
+		return err
 	}
 	root, err := parseXMLTreeCharset(ctx, decodeXMLBytes(raw), decodedCharset)
 	if err != nil {
@@ -751,54 +698,5 @@ func (c *winConv) repeat(r *xmlNode, timeTrigger bool, schedule *xmlNode, start 
 	d.Rrule += ";BYHOUR=" + list(hours) + ";BYMINUTE=" + list(minutes)
 	if len(seconds) > 1 || !seconds[s.Second()] {
 		d.Rrule += ";BYSECOND=" + list(seconds)
-	}
-}
-
-// XML reads an XML job list by its root element: Quartz's job scheduling
-// data (<job-scheduling-data>) goes to QuartzXML, a Windows Task Scheduler
-// task (<Task>) to WinTask, after a UTF-8 or UTF-16 byte order mark. A
-// document whose root cannot be read goes to QuartzXML, which says what is
-// wrong with it; any other root is a file error.
-//
-// The zero value is ready to use.
-type XML struct{}
-
-var _ Converter = XML{}
-
-// xmlSniffBytes is how much of a file is read to find its root element.
-const xmlSniffBytes = 64 << 10
-
-// Convert reads the XML file at path; see Converter.
-func (XML) Convert(ctx context.Context, path string, opts Options, emit func(Row) error) error {
-	return convertFile(ctx, path, opts, emit, XML{}.ConvertReader)
-}
-
-// ConvertReader reads an XML file from r as Convert does; file is the
-// name used in errors.
-func (XML) ConvertReader(ctx context.Context, file string, r io.Reader, opts Options, emit func(Row) error) error {
-	br := bufio.NewReaderSize(r, xmlSniffBytes)
-	head, _ := br.Peek(xmlSniffBytes)
-	name, space, ok := xmlRoot(head)
-	switch {
-	case !ok || name == "job-scheduling-data":
-		return QuartzXML{}.ConvertReader(ctx, file, br, opts, emit)
-	case name == "Task" && (space == "" || space == WinTaskNamespace):
-		return WinTask{}.ConvertReader(ctx, file, br, opts, emit)
-	}
-	return fmt.Errorf("%s: the root element is <%s> in namespace %q: want Quartz job scheduling data (<job-scheduling-data>) or a Windows Task Scheduler task (<Task> in %s)", file, name, space, WinTaskNamespace)
-}
-
-// xmlRoot finds the root element of the start of an XML document.
-func xmlRoot(head []byte) (name, space string, ok bool) {
-	dec := xml.NewDecoder(bytes.NewReader(decodeXMLBytes(head)))
-	dec.CharsetReader = func(_ string, r io.Reader) (io.Reader, error) { return r, nil }
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", "", false
-		}
-		if se, is := tok.(xml.StartElement); is {
-			return se.Name.Local, se.Name.Space, true
-		}
 	}
 }
