@@ -1,0 +1,1033 @@
+package task
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A systemd calendar is what a timer unit's OnCalendar= says, in the
+// syntax of systemd.time(7) as systemd 252 reads it: "Mon..Fri *-*-*
+// 09:00", "*-*-1,15 02:00:00", "*-*~01" (the last day of the month),
+// "weekly", "*:0/15", a time zone after the last space. A task in the
+// systemd dialect may hold several such expressions separated by ";", as
+// a timer holds several OnCalendar= lines: it fires at the earliest of
+// them, once when two coincide.
+//
+// systemd has no library of its own for Go; the rules here are the
+// reference's, proven against `systemd-analyze calendar` by the witness
+// test: each field is a list of values, ranges a..b and repetitions a/r
+// or a..b/r. The next fire is found by systemd's own search (find_next in
+// its calendarspec.c), field by field on the wall clock, with the same
+// mktime(3) normalisations, so jobdrop fires where the timer would, even
+// where systemd's search is surprising: a date that does not exist (30
+// February) never fires; a wall time a spring-forward change skips never
+// fires; one an autumn change shows twice fires once, at its first
+// showing; a repetition without an end that runs past its field (1/5 in
+// the hours: 21 and then 26) resumes in the next unit but keeps the
+// value it carried into it when that unit is a new month or year, so
+// "1/5:41" fires at 06:41 on the first of a month, not at 01:41; and a
+// search that goes round in circles at a clock change gives up after a
+// thousand rounds, and the timer stops.
+
+// systemdSpec is one parsed expression, as systemd keeps it.
+type systemdSpec struct {
+	// weekdays has bit 0 for Monday to bit 6 for Sunday; 0 is every day.
+	weekdays int
+	// endOfMonth says the days count back from the end of the month:
+	// "~1" is the last day.
+	endOfMonth bool
+	// The fields, nil for "*"; usec is the seconds in microseconds, as
+	// systemd counts them.
+	year, month, day, hour, minute, usec systemdField
+	// loc is the zone the expression names, nil for the task's.
+	loc *time.Location
+}
+
+// systemdYears bounds the years systemd looks at.
+const (
+	systemdFirstYear = 1970
+	systemdLastYear  = 2199
+)
+
+// systemdKeywords are the shorthands, with the expression each stands for.
+var systemdKeywords = map[string]string{
+	"minutely":      "*-*-* *:*:00",
+	"hourly":        "*-*-* *:00:00",
+	"daily":         "*-*-* 00:00:00",
+	"monthly":       "*-*-01 00:00:00",
+	"weekly":        "Mon *-*-* 00:00:00",
+	"yearly":        "*-01-01 00:00:00",
+	"annually":      "*-01-01 00:00:00",
+	"anually":       "*-01-01 00:00:00",
+	"quarterly":     "*-01,04,07,10-01 00:00:00",
+	"semiannually":  "*-01,07-01 00:00:00",
+	"semi-annually": "*-01,07-01 00:00:00",
+	"biannually":    "*-01,07-01 00:00:00",
+	"bi-annually":   "*-01,07-01 00:00:00",
+}
+
+// SystemdCalendarProblem says what is wrong with a systemd dialect
+// expression (or list of them), or "" when systemd would read it.
+func SystemdCalendarProblem(expr string) string {
+	if _, err := parseSystemd(expr); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// parseSystemd reads one or more expressions separated by ";".
+func parseSystemd(expr string) ([]systemdSpec, error) {
+	var specs []systemdSpec
+	for _, part := range strings.Split(expr, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		s, err := parseSystemdSpec(part)
+		if err != nil {
+			if strings.Contains(expr, ";") {
+				return nil, fmt.Errorf("%q: %w", part, err)
+			}
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("empty: want a systemd calendar expression such as \"Mon..Fri *-*-* 09:00\" or \"daily\"")
+	}
+	return specs, nil
+}
+
+// systemdComponent is one item of a field: start, start..stop, start/repeat
+// or start..stop/repeat; stop is -1 when open.
+type systemdComponent struct{ start, stop, repeat int }
+
+// systemdField is a field's items; nil means every value ("*").
+type systemdField []systemdComponent
+
+// systemdSyntax is the message of an expression that does not parse.
+const systemdSyntax = "must be a systemd calendar expression: [weekdays] [year-]month-day [hour:minute[:second]] [time zone], " +
+	"each field *, a value, a list a,b, a range a..b or a repetition a/r (\"Mon..Fri *-*-* 09:00\", \"*-*-1,15 02:00\", \"*-*~01\"), " +
+	"or minutely, hourly, daily, weekly, monthly, yearly, quarterly or semiannually"
+
+func parseSystemdSpec(text string) (systemdSpec, error) {
+	var s systemdSpec
+	p := text
+	// A time zone: UTC, or an IANA name after the last space.
+	if len(p) > 4 && strings.EqualFold(p[len(p)-4:], " UTC") {
+		s.loc = time.UTC
+		p = strings.TrimRight(p[:len(p)-4], " ")
+	} else if i := strings.LastIndexByte(p, ' '); i > 0 {
+		if loc, ok := systemdZone(p[i+1:]); ok {
+			s.loc = loc
+			p = strings.TrimRight(p[:i], " ")
+		}
+	}
+	if p == "" {
+		return s, fmt.Errorf("%s", systemdSyntax)
+	}
+	if long, ok := systemdKeywords[strings.ToLower(p)]; ok {
+		p = long
+	}
+	r := systemdReader{s: p}
+	var (
+		weekdays   int
+		year       systemdField
+		month, day systemdField
+		hour       systemdField
+		minute     systemdField
+		second     systemdField
+		endOfMonth bool
+	)
+	weekdays, err := r.weekdays()
+	if err != nil {
+		return s, err
+	}
+	if stamp, ok, err := r.timestamp(); err != nil {
+		return s, err
+	} else if ok {
+		t := time.Unix(stamp, 0).UTC()
+		one := func(v int) systemdField { return systemdField{{v, -1, 0}} }
+		year, month, day = one(t.Year()), one(int(t.Month())), one(t.Day())
+		hour, minute, second = one(t.Hour()), one(t.Minute()), one(t.Second())
+		s.loc = time.UTC
+	} else {
+		if year, month, day, endOfMonth, err = r.date(); err != nil {
+			return s, err
+		}
+		if hour, minute, second, err = r.clock(); err != nil {
+			return s, err
+		}
+	}
+	if r.i != len(r.s) {
+		return s, fmt.Errorf("%q is not understood: %s", r.s[r.i:], systemdSyntax)
+	}
+	for i := range year {
+		year[i].start, year[i].stop = fixYear(year[i].start), fixYear(year[i].stop)
+	}
+	if day == nil {
+		endOfMonth = false
+	}
+	fields := []struct {
+		name   string
+		f      *systemdField
+		lo, hi int
+		eom    bool
+	}{
+		{"year", &year, systemdFirstYear, systemdLastYear, false},
+		{"month", &month, 1, 12, false},
+		{"day", &day, 1, 31, endOfMonth},
+		{"hour", &hour, 0, 23, false},
+		{"minute", &minute, 0, 59, false},
+		{"second", &second, 0, 59, false},
+	}
+	for _, f := range fields {
+		items := *f.f
+		for i := range items {
+			c := &items[i]
+			// systemd normalizes a component before it checks it: a range
+			// with a repetition ends at its last value (2027..2040/4 is
+			// 2027..2039/4), and one left with a single value is that
+			// value (0..3/5 is 0, 4..4 is 4, 1..31/40 is 1).
+			if c.stop > c.start && c.repeat > 0 {
+				c.stop -= (c.stop - c.start) % c.repeat
+			}
+			if c.stop == c.start {
+				c.stop, c.repeat = -1, 0
+			}
+		}
+		// It sorts a field's items and drops repeats, then checks them in
+		// that order, and for days counted from the end of the month each
+		// against a bound 3 lower than the one before: 28 for the first,
+		// 25 for the second, so it takes "*-*~4..28,10" and refuses
+		// "*-*~10,27".
+		slices.SortFunc(items, func(a, b systemdComponent) int {
+			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.stop, b.stop), cmp.Compare(a.repeat, b.repeat))
+		})
+		items = slices.Compact(items)
+		hi := f.hi
+		for i, c := range items {
+			if f.eom {
+				hi -= 3
+			}
+			if problem := c.invalid(f.lo, hi, f.eom, i); problem != "" {
+				return s, fmt.Errorf("the %s %s", f.name, problem)
+			}
+		}
+		*f.f = items
+	}
+	if second == nil {
+		second = systemdField{{0, -1, 1}} // systemd's "*" in the seconds is 0/1
+	}
+
+	s.weekdays, s.endOfMonth = weekdays%127, endOfMonth
+	s.year, s.month, s.day, s.hour, s.minute = year, month, day, hour, minute
+	for _, c := range second {
+		if c.stop >= 0 {
+			c.stop *= 1e6
+		}
+		s.usec = append(s.usec, systemdComponent{c.start * 1e6, c.stop, c.repeat * 1e6})
+	}
+	return s, nil
+}
+
+// systemdZone reads a time zone name systemd would take: an IANA name of
+// the zone database.
+func systemdZone(name string) (*time.Location, bool) {
+	if name == "" || name == "Local" || strings.ContainsAny(name, ":*,~") || name[0] >= '0' && name[0] <= '9' {
+		return nil, false
+	}
+	loc, err := time.LoadLocation(name)
+	return loc, err == nil
+}
+
+// fixYear reads a two-digit year as systemd does: 12 is 2012, 89 is 1989.
+func fixYear(y int) int {
+	switch {
+	case y >= 0 && y < 70:
+		return y + 2000
+	case y >= 70 && y < 100:
+		return y + 1900
+	}
+	return y
+}
+
+// invalid says why systemd refuses a component of a field from lo to hi;
+// i is its place in the field's sorted items.
+func (c systemdComponent) invalid(lo, hi int, endOfMonth bool, i int) string {
+	bounds := fmt.Sprintf("must be from %d to %d", lo, hi)
+	if endOfMonth {
+		bounds = fmt.Sprintf("counted from the end of the month (~) must be from %d to %d", lo, hi)
+		if i > 0 {
+			bounds += fmt.Sprintf(" as item %d of its list (systemd allows 28 for the first, 3 fewer for each further item)", i+1)
+		}
+	}
+	switch {
+	case c.start < lo || c.start > hi:
+		return fmt.Sprintf("%d %s", c.start, bounds)
+	case c.repeat > hi-lo:
+		return fmt.Sprintf("repetition /%d is longer than the field (%d to %d)", c.repeat, lo, hi)
+	case c.stop >= 0 && (c.stop < lo || c.stop > hi):
+		return fmt.Sprintf("%d %s", c.stop, bounds)
+	case c.stop >= 0 && c.start+c.repeat > c.stop:
+		return fmt.Sprintf("range %d..%d ends before it starts", c.start, c.stop)
+	case c.stop < 0 && endOfMonth && c.start-c.repeat < lo:
+		return fmt.Sprintf("~%d/%d repeats past the end of the month", c.start, c.repeat)
+	case c.stop < 0 && !endOfMonth && c.repeat > 0 && c.start+c.repeat > hi:
+		return fmt.Sprintf("%d/%d repeats past %d: it would fire once; write %d", c.start, c.repeat, hi, c.start)
+	}
+	return ""
+}
+
+// systemdReader reads an expression left to right.
+type systemdReader struct {
+	s string
+	i int
+}
+
+func (r *systemdReader) peek() byte {
+	if r.i < len(r.s) {
+		return r.s[r.i]
+	}
+	return 0
+}
+
+func (r *systemdReader) skipSpaces() {
+	for r.peek() == ' ' {
+		r.i++
+	}
+}
+
+var systemdDayNames = []struct {
+	name string
+	day  int // 0 is Monday
+}{
+	{"monday", 0}, {"mon", 0}, {"tuesday", 1}, {"tue", 1}, {"wednesday", 2}, {"wed", 2},
+	{"thursday", 3}, {"thu", 3}, {"friday", 4}, {"fri", 4}, {"saturday", 5}, {"sat", 5},
+	{"sunday", 6}, {"sun", 6},
+}
+
+// weekdays reads the optional weekday list: names (three letters or in
+// full, any case), lists with ",", ranges with ".." (or "-"), a trailing
+// comma allowed. It returns the weekdays as bits, Monday first.
+func (r *systemdReader) weekdays() (int, error) {
+	bitsOut, from := 0, -1
+	for first := true; ; first = false {
+		rest := strings.ToLower(r.s[r.i:])
+		found := -1
+		for _, d := range systemdDayNames {
+			if strings.HasPrefix(rest, d.name) {
+				if next := byte(0); len(rest) > len(d.name) {
+					next = rest[len(d.name)]
+					if !strings.ContainsRune("-., ", rune(next)) {
+						return 0, fmt.Errorf("weekday %q: want Mon, Tue, Wed, Thu, Fri, Sat or Sun (or in full), with .. for a range and , for a list", r.s[r.i:r.i+len(d.name)+1])
+					}
+				}
+				found = d.day
+				r.i += len(d.name)
+				break
+			}
+		}
+		if found < 0 {
+			if first {
+				return 0, nil // no weekdays: the date follows
+			}
+			return 0, fmt.Errorf("%q after the weekdays: want a weekday name", r.s[r.i:])
+		}
+		bitsOut |= 1 << found
+		if from >= 0 {
+			if from > found {
+				return 0, fmt.Errorf("weekday range ends before it starts: write it Monday first, as Mon..Sun")
+			}
+			for d := from + 1; d < found; d++ {
+				bitsOut |= 1 << d
+			}
+		}
+		switch r.peek() {
+		case 0:
+			return bitsOut, nil
+		case ' ':
+			r.skipSpaces()
+			return bitsOut, nil
+		case '.':
+			if from >= 0 || r.i+1 >= len(r.s) || r.s[r.i+1] != '.' {
+				return 0, fmt.Errorf("weekdays: a range is written Mon..Fri")
+			}
+			from = found
+			r.i += 2
+		case '-':
+			if from >= 0 {
+				return 0, fmt.Errorf("weekdays: a range is written Mon..Fri")
+			}
+			from = found
+			r.i++
+		case ',':
+			from = -1
+			r.i++
+		}
+		if c := r.peek(); c == 0 || c == ' ' {
+			r.skipSpaces()
+			if from >= 0 {
+				return 0, fmt.Errorf("weekdays: the range has no end")
+			}
+			return bitsOut, nil
+		}
+	}
+}
+
+// timestamp reads "@SECONDS", a single point in time.
+func (r *systemdReader) timestamp() (int64, bool, error) {
+	if r.peek() != '@' {
+		return 0, false, nil
+	}
+	j := r.i + 1
+	for j < len(r.s) && r.s[j] >= '0' && r.s[j] <= '9' {
+		j++
+	}
+	v, err := strconv.ParseInt(r.s[r.i+1:j], 10, 64)
+	if err != nil || v > 253402300799 {
+		return 0, false, fmt.Errorf("%q: want @ and seconds since 1970", r.s[r.i:j])
+	}
+	r.i = j
+	return v, true, nil
+}
+
+// date reads [year-]month-day with "~" for days counted from the end of
+// the month; no date (the expression starts with the time) is every day.
+func (r *systemdReader) date() (year, month, day systemdField, endOfMonth bool, err error) {
+	if r.peek() == 0 {
+		return nil, nil, nil, false, nil
+	}
+	save := r.i
+	first, err := r.field(false)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	if c := r.peek(); c == 0 || c == ':' {
+		r.i = save // a time, not a date
+		return nil, nil, nil, false, nil
+	}
+	sep := func() error {
+		switch r.peek() {
+		case '~':
+			endOfMonth = true
+		case '-':
+		default:
+			return fmt.Errorf("%q: the date is [year-]month-day, its parts separated by - (or ~ before days counted from the end of the month)", r.s[save:])
+		}
+		r.i++
+		return nil
+	}
+	if err := sep(); err != nil {
+		return nil, nil, nil, false, err
+	}
+	second, err := r.field(false)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	if c := r.peek(); c == 0 || c == ' ' {
+		r.skipSpaces()
+		return nil, first, second, endOfMonth, nil
+	}
+	if endOfMonth {
+		return nil, nil, nil, false, fmt.Errorf("%q: ~ comes only between the month and the day", r.s[save:])
+	}
+	if err := sep(); err != nil {
+		return nil, nil, nil, false, err
+	}
+	third, err := r.field(false)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	if c := r.peek(); c != 0 && c != ' ' {
+		return nil, nil, nil, false, fmt.Errorf("%q after the date: want a space, then the time", r.s[r.i:])
+	}
+	r.skipSpaces()
+	return first, second, third, endOfMonth, nil
+}
+
+// clock reads hour:minute[:second]; no time is midnight.
+func (r *systemdReader) clock() (hour, minute, second systemdField, err error) {
+	zero := func() systemdField { return systemdField{{0, -1, 0}} }
+	if r.peek() == 0 {
+		return zero(), zero(), zero(), nil
+	}
+	if hour, err = r.field(false); err != nil {
+		return nil, nil, nil, err
+	}
+	if r.peek() != ':' {
+		return nil, nil, nil, fmt.Errorf("%q: the time is hour:minute[:second]", r.s[r.i:])
+	}
+	r.i++
+	if minute, err = r.field(false); err != nil {
+		return nil, nil, nil, err
+	}
+	if r.peek() == 0 {
+		return hour, minute, zero(), nil
+	}
+	if r.peek() != ':' {
+		return nil, nil, nil, fmt.Errorf("%q: the time is hour:minute[:second]", r.s[r.i:])
+	}
+	r.i++
+	if second, err = r.field(true); err != nil {
+		return nil, nil, nil, err
+	}
+	return hour, minute, second, nil
+}
+
+// field reads "*" or a comma list of components.
+func (r *systemdReader) field(seconds bool) (systemdField, error) {
+	if r.peek() == '*' {
+		r.i++
+		return nil, nil
+	}
+	var f systemdField
+	for {
+		if len(f) >= 240 {
+			return nil, fmt.Errorf("more than 240 items in one field")
+		}
+		c := systemdComponent{stop: -1}
+		var err error
+		if c.start, err = r.number(seconds); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(r.s[r.i:], "..") {
+			r.i += 2
+			if c.stop, err = r.number(seconds); err != nil {
+				return nil, err
+			}
+			c.repeat = 1
+		}
+		if r.peek() == '/' {
+			r.i++
+			if c.repeat, err = r.number(seconds); err != nil {
+				return nil, err
+			}
+			if c.repeat == 0 {
+				return nil, fmt.Errorf("repetition /0: want a step of 1 or more")
+			}
+		} else if seconds && c.stop >= 0 && c.stop <= c.start {
+			// systemd refuses a range of seconds without a repetition
+			// unless it reaches a second further (*:*:33..33), though it
+			// takes 33..33 as a minute.
+			return nil, fmt.Errorf("the second range %d..%d must end after it starts", c.start, c.stop)
+		}
+		if !strings.ContainsRune("\x00 ,-~:", rune(r.peek())) {
+			return nil, fmt.Errorf("%q: %s", r.s[r.i:], systemdSyntax)
+		}
+		f = append(f, c)
+		if r.peek() != ',' {
+			return f, nil
+		}
+		r.i++
+	}
+}
+
+// number reads a decimal; seconds may have a fraction, which must be zero:
+// jobdrop fires on whole seconds.
+func (r *systemdReader) number(seconds bool) (int, error) {
+	j := r.i
+	for j < len(r.s) && r.s[j] >= '0' && r.s[j] <= '9' {
+		j++
+	}
+	if j == r.i {
+		rest := r.s[r.i:]
+		if rest == "" {
+			return 0, fmt.Errorf("ends early: %s", systemdSyntax)
+		}
+		return 0, fmt.Errorf("%q: want a number: %s", rest, systemdSyntax)
+	}
+	v, err := strconv.Atoi(r.s[r.i:j])
+	if err != nil || v > 1<<30 {
+		return 0, fmt.Errorf("%q is too large", r.s[r.i:j])
+	}
+	r.i = j
+	if seconds && r.peek() == '.' && (r.i+1 >= len(r.s) || r.s[r.i+1] != '.') {
+		j = r.i + 1
+		for j < len(r.s) && r.s[j] >= '0' && r.s[j] <= '9' {
+			j++
+		}
+		if strings.Trim(r.s[r.i+1:j], "0") != "" {
+			return 0, fmt.Errorf("second %q has a fraction: jobdrop fires on whole seconds", r.s[r.i-len(strconv.Itoa(v)):j])
+		}
+		r.i = j
+	}
+	return v, nil
+}
+
+// systemdNext is the first fire strictly after after of the expressions,
+// each in the zone it names or else in loc.
+func systemdNext(specs []systemdSpec, loc *time.Location, after time.Time) (time.Time, bool) {
+	var best time.Time
+	for i := range specs {
+		in := specs[i].loc
+		if in == nil {
+			in = loc
+		}
+		if t, ok := specs[i].next(in, after); ok && (best.IsZero() || t.Before(best)) {
+			best = t
+		}
+	}
+	return best, !best.IsZero()
+}
+
+// systemdMaxRounds is where systemd's search gives up ("Infinite loop in
+// calendar calculation"): the timer then never elapses.
+const systemdMaxRounds = 1000
+
+// next is the first fire strictly after after in loc, as systemd's
+// calendar_spec_next_usec computes it: from the wall time a microsecond
+// after after, by find_next.
+func (s *systemdSpec) next(loc *time.Location, after time.Time) (time.Time, bool) {
+	if after.Year() > systemdLastYear {
+		return time.Time{}, false
+	}
+	usec := after.UnixMicro() + 1
+	from := time.UnixMicro(usec)
+	k := &wallClock{loc: loc}
+	k.guess = k.period(from).offset
+	start := k.local(from)
+	found, frac, ok := s.findNext(k, start, int(usec-from.Unix()*1e6))
+	if !ok {
+		return time.Time{}, false
+	}
+	return k.mktime(&found).Add(time.Duration(frac) * time.Microsecond), true
+}
+
+// findNext is systemd 252's find_next: it sets each field in turn, from
+// the year down, to the first value the expression allows at or after
+// the current one, and starts again from the top whenever mktime moves
+// the time it made: past the end of a field (hour 26 is 02:00 the next
+// day) or out of a gap of a clock change. Then the field below the
+// largest one that changed goes back to its start, and only that one: so
+// a carry into a new month or year keeps its hour (its day, its minute).
+// A time mktime moves backwards counts as no match at that level. When
+// it finds a time not after the one it started from, it moves an hour on
+// and keeps the daylight-saving flag it holds from then on, which is how
+// systemd gets past a clock change; after a thousand rounds it gives up.
+func (s *systemdSpec) findNext(k *wallClock, start wallTime, startUsec int) (wallTime, int, bool) {
+	c, usec := start, startUsec
+	keepDST := false
+	// settle is systemd's check after it sets a field: below 0 when no
+	// value fits or mktime moves the time back, 0 when mktime moves it
+	// on (c is then the time moved to), 1 when it stands.
+	settle := func(r int) int {
+		if r < 0 {
+			return -1
+		}
+		return k.withinBounds(&c)
+	}
+	for range systemdMaxRounds {
+		k.mktime(&c)
+		if !keepDST {
+			c.isdst = -1 // systemd's spec->dst: jobdrop reads no zone abbreviations
+		}
+
+		r := s.year.find(&c.year, nil)
+		if r > 0 {
+			c.mon, c.mday, c.hour, c.min, c.sec, usec = 1, 1, 0, 0, 0, 0
+		}
+		if settle(r) <= 0 {
+			return c, 0, false
+		}
+
+		r = s.month.find(&c.mon, nil)
+		if r > 0 {
+			c.mday, c.hour, c.min, c.sec, usec = 1, 0, 0, 0, 0
+		}
+		if r = settle(r); r < 0 {
+			c.year, c.mon, c.mday, c.hour, c.min, c.sec, usec = c.year+1, 1, 1, 0, 0, 0, 0
+		}
+		if r <= 0 {
+			continue
+		}
+
+		r = s.day.find(&c.mday, s.monthEnd(k, c))
+		if r > 0 {
+			c.hour, c.min, c.sec, usec = 0, 0, 0, 0
+		}
+		if r = settle(r); r < 0 {
+			c.mon, c.mday, c.hour, c.min, c.sec, usec = c.mon+1, 1, 0, 0, 0, 0
+		}
+		if r <= 0 {
+			continue
+		}
+
+		if !s.weekdayMatches(k, c) {
+			c.mday, c.hour, c.min, c.sec, usec = c.mday+1, 0, 0, 0, 0
+			continue
+		}
+
+		r = s.hour.find(&c.hour, nil)
+		if r > 0 {
+			c.min, c.sec, usec = 0, 0, 0
+		}
+		if r = settle(r); r < 0 {
+			c.mday, c.hour, c.min, c.sec, usec = c.mday+1, 0, 0, 0, 0
+		}
+		if r <= 0 {
+			continue
+		}
+
+		r = s.minute.find(&c.min, nil)
+		if r > 0 {
+			c.sec, usec = 0, 0
+		}
+		if r = settle(r); r < 0 {
+			c.hour, c.min, c.sec, usec = c.hour+1, 0, 0, 0
+		}
+		if r <= 0 {
+			continue
+		}
+
+		micro := c.sec*1e6 + usec
+		r = s.usec.find(&micro, nil)
+		c.sec, usec = micro/1e6, micro%1e6
+		if r = settle(r); r < 0 {
+			c.min, c.sec, usec = c.min+1, 0, 0
+		}
+		if r <= 0 {
+			continue
+		}
+
+		if order := c.compare(start); order < 0 || order == 0 && usec+1 <= startUsec {
+			// Stuck before where it started: an hour on, keeping
+			// the daylight-saving flag, lets mktime sort it out.
+			keepDST = true
+			c.hour++
+			continue
+		}
+		return c, usec, true
+	}
+	return c, 0, false
+}
+
+// find is systemd's find_matching_component: it sets *v to the first value
+// at or after it that the field allows and says 1, or says 0 when *v is
+// allowed, or -1 when no value is. A repetition without an end goes on
+// past the field's end (hour 26). For days counted from the end of the
+// month, monthEnd turns a count n into the day of the month (-1 for none).
+func (f systemdField) find(v *int, monthEnd func(n int) int) int {
+	if f == nil {
+		return 0
+	}
+	best, found := 0, false
+	for _, c := range f {
+		start, stop := c.start, c.stop
+		if monthEnd != nil {
+			start, stop = monthEnd(c.start), monthEnd(c.stop)
+			if stop > 0 {
+				start, stop = stop, start
+			}
+		}
+		switch {
+		case start >= *v:
+			if !found || start < best {
+				best, found = start, true
+			}
+		case c.repeat > 0:
+			next := start + c.repeat*((*v-start+c.repeat-1)/c.repeat)
+			if (!found || next < best) && (stop < 0 || next <= stop) {
+				best, found = next, true
+			}
+		}
+	}
+	if !found {
+		return -1
+	}
+	if best == *v {
+		return 0
+	}
+	*v = best
+	return 1
+}
+
+// monthEnd is systemd's find_end_of_month for c's month, or nil when the
+// days count from the start: the day n days back from the end, counting
+// the last day as 1, or -1 when that is not in the month.
+func (s *systemdSpec) monthEnd(k *wallClock, c wallTime) func(n int) int {
+	if !s.endOfMonth {
+		return nil
+	}
+	return func(n int) int {
+		t := c
+		t.mon, t.mday = t.mon+1, 1-n
+		k.mktime(&t)
+		if t.mon != c.mon {
+			return -1
+		}
+		return t.mday
+	}
+}
+
+// weekdayMatches is systemd's matches_weekday: the weekday of c once
+// mktime has normalised it.
+func (s *systemdSpec) weekdayMatches(k *wallClock, c wallTime) bool {
+	if s.weekdays == 0 {
+		return true
+	}
+	k.mktime(&c)
+	return s.weekdays&(1<<((int(c.wday)+6)%7)) != 0
+}
+
+// wallTime is a C struct tm: a wall-clock time whose fields may be out of
+// range until mktime normalises them, and a daylight-saving flag, -1 for
+// unknown.
+type wallTime struct {
+	year, mon, mday, hour, min, sec int // mon is 1 to 12
+	isdst                           int
+	wday                            time.Weekday
+}
+
+// compare orders wall times by their fields, the year first.
+func (w wallTime) compare(o wallTime) int {
+	a := [...]int{w.year, w.mon, w.mday, w.hour, w.min, w.sec}
+	b := [...]int{o.year, o.mon, o.mday, o.hour, o.min, o.sec}
+	return slices.Compare(a[:], b[:])
+}
+
+// withinBounds is systemd's tm_within_bounds: 1 when mktime leaves c as
+// it is; 0 when it moves c on, which it then sets to the time moved to
+// with the field below the largest one that changed back at its start;
+// -1 when it moves c back, or past systemd's last year.
+func (k *wallClock) withinBounds(c *wallTime) int {
+	if c.year > systemdLastYear {
+		return -1
+	}
+	t := *c
+	k.mktime(&t)
+	var order int
+	switch {
+	case t.year != c.year:
+		order, t.mon = cmp.Compare(t.year, c.year), 1
+	case t.mon != c.mon:
+		order, t.mday = cmp.Compare(t.mon, c.mon), 1
+	case t.mday != c.mday:
+		order, t.hour = cmp.Compare(t.mday, c.mday), 0
+	case t.hour != c.hour:
+		order, t.min = cmp.Compare(t.hour, c.hour), 0
+	case t.min != c.min:
+		order, t.sec = cmp.Compare(t.min, c.min), 0
+	default:
+		order = cmp.Compare(t.sec, c.sec)
+	}
+	switch {
+	case order < 0:
+		return -1
+	case order > 0:
+		*c = t
+		return 0
+	}
+	return 1
+}
+
+// wallClock is glibc's mktime in loc, which systemd's search leans on.
+type wallClock struct {
+	loc *time.Location
+	// guess is glibc's first guess at the offset: the one its last
+	// mktime read a wall time with. It picks between the two showings of
+	// a wall time an autumn change repeats when no flag says which.
+	guess int
+	// periods are loc's, from zonePeriods.
+	periods []zonePeriod
+}
+
+// zonePeriod is a stretch of time over which a zone keeps one offset
+// (seconds east of UTC) and one daylight-saving flag.
+type zonePeriod struct {
+	start, end time.Time // end is zero for no end
+	offset     int
+	dst        bool
+}
+
+func (p zonePeriod) has(t time.Time) bool {
+	return !t.Before(p.start) && (p.end.IsZero() || t.Before(p.end))
+}
+
+// period is the zone period t is in.
+func (k *wallClock) period(t time.Time) zonePeriod {
+	if k.periods == nil {
+		k.periods = zonePeriods(k.loc)
+	}
+	ps := k.periods
+	if i := sort.Search(len(ps), func(i int) bool { return ps[i].end.IsZero() || t.Before(ps[i].end) }); i < len(ps) && ps[i].has(t) {
+		return ps[i]
+	}
+	p := lookUpPeriod(k.loc, t) // before 1969 or after 2201
+	if !p.end.IsZero() && !p.end.After(t) {
+		p.end = t.Add(time.Second)
+	}
+	return p
+}
+
+// zonePeriods are loc's periods over the years systemd looks at, looked
+// up once per zone: the search asks about the same days over and over,
+// and Go looks a zone up slowly past the last change its database lists.
+func zonePeriods(loc *time.Location) []zonePeriod {
+	if ps, ok := zoneTables.Load(loc.String()); ok {
+		return ps.([]zonePeriod)
+	}
+	var ps []zonePeriod
+	last := time.Date(systemdLastYear+2, 1, 1, 0, 0, 0, 0, time.UTC)
+	for t := time.Date(systemdFirstYear-1, 1, 1, 0, 0, 0, 0, time.UTC); t.Before(last); {
+		p := lookUpPeriod(loc, t)
+		if !p.end.IsZero() && !p.end.After(t) {
+			// Go's ZoneBounds gives, for the last day of a leap year
+			// past the changes its database lists, an end that has
+			// passed: find the true one, an hour at a time, then to
+			// the second.
+			p.end = t
+			for lookUpPeriod(loc, p.end).same(p) && p.end.Before(last) {
+				p.end = p.end.Add(time.Hour)
+			}
+			for lo := p.end.Add(-time.Hour); p.end.Sub(lo) > time.Second; {
+				if mid := lo.Add(p.end.Sub(lo) / 2); lookUpPeriod(loc, mid).same(p) {
+					lo = mid
+				} else {
+					p.end = mid
+				}
+			}
+		}
+		if n := len(ps); n > 0 && ps[n-1].same(p) {
+			ps[n-1].end = p.end // no change, only a bound Go put at the end of a year
+		} else {
+			ps = append(ps, p)
+		}
+		if p.end.IsZero() {
+			break
+		}
+		t = p.end
+	}
+	zoneTables.Store(loc.String(), ps)
+	return ps
+}
+
+// zoneTables are the zonePeriods of the zones asked about, by name.
+var zoneTables sync.Map
+
+// lookUpPeriod asks Go for the zone period t is in.
+func lookUpPeriod(loc *time.Location, t time.Time) zonePeriod {
+	in := t.In(loc)
+	start, end := in.ZoneBounds()
+	if start.IsZero() {
+		start = time.Unix(-1<<62, 0)
+	}
+	_, off := in.Zone()
+	return zonePeriod{start: start, end: end, offset: off, dst: in.IsDST()}
+}
+
+// same says whether q keeps p's offset and flag.
+func (p zonePeriod) same(q zonePeriod) bool { return p.offset == q.offset && p.dst == q.dst }
+
+// local is the wall time loc shows at t, with its flag.
+func (k *wallClock) local(t time.Time) wallTime {
+	p := k.period(t)
+	u := t.UTC().Add(time.Duration(p.offset) * time.Second)
+	w := wallTime{year: u.Year(), mon: int(u.Month()), mday: u.Day(), hour: u.Hour(), min: u.Minute(), sec: u.Second(), wday: u.Weekday()}
+	if p.dst {
+		w.isdst = 1
+	}
+	return w
+}
+
+// mktime normalises w as glibc's mktime does and returns its instant:
+// fields out of range carry into the next ones (the 32nd of a month is
+// in the next month); a wall time is read with the offset of its
+// daylight-saving flag when it has one: with the other offset when the
+// flag is wrong for it (03:00 in winter flagged summer time is 02:00), so
+// a wall time in a spring-forward gap lands after the gap flagged 0 and
+// before it flagged 1; and unflagged, a gap lands after the gap and a
+// repeated time at its showing with the offset of the last mktime.
+func (k *wallClock) mktime(w *wallTime) time.Time {
+	wall := time.Date(w.year, time.Month(w.mon), w.mday, w.hour, w.min, w.sec, 0, time.UTC)
+	at := k.instant(wall, w.isdst)
+	k.guess = int(wall.Sub(at) / time.Second)
+	*w = k.local(at)
+	return at
+}
+
+func (k *wallClock) instant(wall time.Time, isdst int) time.Time {
+	in, before := k.instants(wall)
+	if isdst >= 0 {
+		var flagged []time.Time
+		for _, t := range in {
+			if k.period(t).dst == (isdst == 1) {
+				flagged = append(flagged, t)
+			}
+		}
+		switch {
+		case len(flagged) == 1:
+			return flagged[0]
+		case len(flagged) == 2:
+			return k.byGuess(wall, flagged)
+		}
+		// glibc looks a week, two weeks, ... either side for a time with
+		// the flag (for as long as any zone keeps one flag: some 7
+		// years) and reads the wall time with its offset.
+		base := wall.Add(-time.Duration(before) * time.Second)
+		if len(in) > 0 {
+			base = in[0]
+		}
+		const stride = 601200 * time.Second
+		for d := stride; d < (457243200/2)*time.Second+stride; d += stride {
+			for _, probe := range []time.Time{base.Add(-d), base.Add(d)} {
+				if p := k.period(probe); p.dst == (isdst == 1) {
+					return wall.Add(-time.Duration(p.offset) * time.Second)
+				}
+			}
+		}
+	}
+	switch len(in) {
+	case 0:
+		return wall.Add(-time.Duration(before) * time.Second)
+	case 1:
+		return in[0]
+	}
+	return k.byGuess(wall, in)
+}
+
+// byGuess is the instant glibc settles on among those showing wall: it
+// starts from its guess at the offset and corrects it until it shows wall.
+func (k *wallClock) byGuess(wall time.Time, in []time.Time) time.Time {
+	t := wall.Add(-time.Duration(k.guess) * time.Second)
+	for range 6 {
+		if slices.ContainsFunc(in, t.Equal) {
+			return t
+		}
+		t = wall.Add(-time.Duration(k.period(t).offset) * time.Second)
+	}
+	return in[0]
+}
+
+// instants are the instants whose wall clock shows wall (a wall time read
+// as UTC), earlier first: none in the gap of a spring-forward change, and
+// then before is the offset in force before the change; two in an hour
+// an autumn change repeats. It tries every offset the zone has a day each
+// side of wall, so it sees offsets of any size: Pacific/Chatham is 13:45
+// ahead of UTC in its summer, Pacific/Kiritimati 14 hours.
+func (k *wallClock) instants(wall time.Time) (in []time.Time, before int) {
+	const reach = 26 * time.Hour // more than any offset
+	for at := wall.Add(-reach); ; {
+		p := k.period(at)
+		if t := wall.Add(-time.Duration(p.offset) * time.Second); p.has(t) {
+			in = append(in, t) // periods come in order, and so do their instants
+		}
+		if p.end.IsZero() || p.end.After(wall.Add(reach)) {
+			return in, before
+		}
+		// A change forward at the period's end skips the wall times from
+		// the clock before it to the clock after it.
+		end := p.end.UTC()
+		if next := k.period(p.end).offset; !wall.Before(end.Add(time.Duration(p.offset)*time.Second)) &&
+			wall.Before(end.Add(time.Duration(next)*time.Second)) {
+			before = p.offset
+		}
+		at = p.end
+	}
+}
