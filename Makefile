@@ -37,7 +37,7 @@ test-go:
 # each on 2 cores): a time limit would fail the run whenever a loaded
 # machine takes longer than it to replay the corpus. FUZZTIME=30s, say,
 # fuzzes each target for that long instead.
-FUZZ     := FuzzCSV:10000x FuzzXLSX:300x FuzzJSON:20000x FuzzCrontab:15000x FuzzExec:15000x FuzzQuartzXML:10000x FuzzKubernetes:15000x FuzzWinTask:3000x
+FUZZ     := FuzzCSV:10000x FuzzXLSX:300x FuzzJSON:20000x FuzzCrontab:15000x FuzzExec:15000x FuzzQuartzXML:10000x FuzzKubernetes:15000x FuzzWinTask:3000x FuzzSystemd:15000x
 FUZZTIME ?=
 
 fuzz: ## run each converter's fuzz target briefly (FUZZTIME=30s: for that long)

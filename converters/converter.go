@@ -49,8 +49,8 @@ type Options struct {
 	// and surrounding spaces.
 	Mapping map[string]string `yaml:"mapping"`
 	// CronDialect says how the folder's cron expressions are read: unix,
-	// quartz, spring or auto (the default: Quartz for 7 fields or a "?",
-	// unix otherwise). A row's cronDialect column overrides it. Stating it
+	// quartz, spring, systemd or auto (the default: Quartz for 7 fields or
+	// a "?", systemd for a ":", "~" or "..", unix otherwise). A row's cronDialect column overrides it. Stating it
 	// also silences the warning on expressions that read differently in
 	// two dialects.
 	CronDialect string `yaml:"cron_dialect"`

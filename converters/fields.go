@@ -442,7 +442,7 @@ func (b *rowBuilder) cronDialect(d *task.Definition) []string {
 	if v, i := b.raw(kindCronDialect); v != "" && !b.failed(i) {
 		stated, err := task.ParseDialect(v)
 		if err != nil {
-			b.fail(i, v, errors.New("must be unix, quartz, spring or auto"))
+			b.fail(i, v, errors.New("must be unix, quartz, spring, systemd or auto"))
 			return nil
 		}
 		if stated != task.DialectAuto {

@@ -676,7 +676,7 @@ func TestColumnsCronDialect(t *testing.T) {
 		{name: "a row's auto defers to the folder", header: []string{"name", "cron", "cronDialect"}, folder: "quartz",
 			cells: []string{"j", "0 0 12 ? * 2-6", "auto"}, wantDialect: task.DialectQuartz},
 		{name: "an unknown dialect is the column's error", header: []string{"name", "cron", "cronDialect"},
-			cells: []string{"j", "0 0 12 ? * 2-6", "cobol"}, wantErr: `column cronDialect: value "cobol": must be unix, quartz, spring or auto`},
+			cells: []string{"j", "0 0 12 ? * 2-6", "cobol"}, wantErr: `column cronDialect: value "cobol": must be unix, quartz, spring, systemd or auto`},
 		{name: "spring refuses a wrapped range, on the cron column", header: []string{"name", "cron"}, folder: "spring",
 			cells: []string{"j", "0 0 22-2 * * *"}, wantErr: `column cron: value "0 0 22-2 * * *": the hour field "22-2" must be a range a-b with a not after b`},
 		{name: "no cron, no dialect", header: []string{"name", "cronDialect"}, cells: []string{"j", "quartz"}},

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -432,17 +431,9 @@ func everyFrequency(s string) (*task.Frequency, error) {
 	if err != nil || d < time.Second {
 		return nil, fmt.Errorf("@every %q: want a duration of a second or more such as 90m or 1h30m", s)
 	}
-	d = d.Truncate(time.Second)
-	for _, u := range []struct {
-		unit task.TimeUnit
-		d    time.Duration
-	}{{task.Days, 24 * time.Hour}, {task.Hours, time.Hour}, {task.Minutes, time.Minute}, {task.Seconds, time.Second}} {
-		if d%u.d == 0 {
-			if d/u.d > math.MaxInt32 {
-				break
-			}
-			return &task.Frequency{TimeUnit: u.unit, Time: int32(d / u.d)}, nil
-		}
+	f, err := durationFrequency(d.Truncate(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("@every %q: too long an interval", s)
 	}
-	return nil, fmt.Errorf("@every %q: too long an interval", s)
+	return f, nil
 }

@@ -25,6 +25,7 @@ func TestSamples(t *testing.T) {
 		{"windows_ledger_close.xml", WinTask{}, Options{Defaults: Defaults{Topic: "batch-jobs", Timezone: "Europe/Paris"}}, 5},
 		{"windows_ledger_close.xml", XML{}, Options{Defaults: Defaults{Topic: "batch-jobs", Timezone: "Europe/Paris"}}, 5},
 		{"quartz_jobs.xml", XML{}, Options{Defaults: Defaults{Topic: "batch-jobs"}}, 5},
+		{"ledger-backup.timer", Systemd{}, Options{Defaults: Defaults{Topic: "batch-jobs", Timezone: "Europe/Paris"}}, 1},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			n := 0

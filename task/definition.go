@@ -122,7 +122,7 @@ type Definition struct {
 	// Cron is a cron expression, read in CronDialect; it replaces
 	// Frequency.
 	Cron string `json:"cron,omitempty"`
-	// CronDialect says how Cron is read: unix, quartz or spring. Empty
+	// CronDialect says how Cron is read: unix, quartz, spring or systemd. Empty
 	// or auto picks one from the expression (see Dialect), so converters
 	// write the dialect they resolved and the task keeps it.
 	CronDialect Dialect `json:"cronDialect,omitempty"`
@@ -195,7 +195,11 @@ func (d *Definition) When() string {
 	switch {
 	case d.Cron != "":
 		s = "cron " + d.Cron
-		if dialect := d.Dialect(); dialect != DialectUnix {
+		switch dialect := d.Dialect(); dialect {
+		case DialectUnix:
+		case DialectSystemd:
+			s = "systemd calendar " + d.Cron
+		default:
 			// Name the dialect where the numbers mean something else
 			// than cron's: "quartz cron 0 0 12 ? * 2-6".
 			s = string(dialect) + " " + s

@@ -31,10 +31,15 @@ const (
 	// first, 0 or 7 is Sunday, L, W, # and macros such as @daily; a day
 	// must match both day fields.
 	DialectSpring Dialect = "spring"
+	// DialectSystemd is what a systemd timer's OnCalendar= says, as
+	// systemd 252 reads it: "Mon..Fri *-*-* 09:00", "*-*~01", "weekly",
+	// with an optional time zone at the end; several expressions separated
+	// by ";" fire at the earliest of them (see systemd.go).
+	DialectSystemd Dialect = "systemd"
 )
 
 // Dialects lists the dialects a definition may state, auto aside.
-var Dialects = []Dialect{DialectUnix, DialectQuartz, DialectSpring}
+var Dialects = []Dialect{DialectUnix, DialectQuartz, DialectSpring, DialectSystemd}
 
 // ParseDialect reads a dialect name in any case; empty means auto.
 func ParseDialect(s string) (Dialect, error) {
@@ -42,18 +47,26 @@ func ParseDialect(s string) (Dialect, error) {
 	switch d {
 	case "", DialectAuto:
 		return DialectAuto, nil
-	case DialectUnix, DialectQuartz, DialectSpring:
+	case DialectUnix, DialectQuartz, DialectSpring, DialectSystemd:
 		return d, nil
 	}
-	return "", fmt.Errorf("unknown cron dialect %q (want unix, quartz, spring or auto)", s)
+	return "", fmt.Errorf("unknown cron dialect %q (want unix, quartz, spring, systemd or auto)", s)
 }
 
 // DetectDialect is the dialect auto reads expr in: Quartz when it has 7
-// fields or a "?" (which only Quartz-style schedulers write), unix
-// otherwise, as jobdrop always read cron expressions.
+// fields or a "?" (which only Quartz-style schedulers write), systemd when
+// it has a ":", a "~" or a ".." (which no cron writes) or is one of
+// systemd's words such as "weekly", unix otherwise, as jobdrop always read
+// cron expressions.
 func DetectDialect(expr string) Dialect {
-	if len(strings.Fields(expr)) == 7 || strings.Contains(expr, "?") {
+	switch {
+	case len(strings.Fields(expr)) == 7 || strings.Contains(expr, "?"):
 		return DialectQuartz
+	case strings.ContainsAny(expr, ":~") || strings.Contains(expr, ".."):
+		return DialectSystemd
+	}
+	if _, ok := systemdKeywords[strings.ToLower(strings.TrimSpace(expr))]; ok {
+		return DialectSystemd
 	}
 	return DialectUnix
 }
@@ -63,7 +76,7 @@ func DetectDialect(expr string) Dialect {
 // console all ask here, so they agree.
 func (d *Definition) Dialect() Dialect {
 	switch d.CronDialect {
-	case DialectUnix, DialectQuartz, DialectSpring:
+	case DialectUnix, DialectQuartz, DialectSpring, DialectSystemd:
 		return d.CronDialect
 	}
 	return DetectDialect(d.Cron)
@@ -83,6 +96,12 @@ func (d *Definition) cronNextIn(after time.Time) (time.Time, bool) {
 			return c.quartzNext(loc, after)
 		}
 		return c.springNext(loc, after)
+	case DialectSystemd:
+		specs, err := parseSystemd(d.Cron)
+		if err != nil {
+			return time.Time{}, false
+		}
+		return systemdNext(specs, loc, after)
 	}
 	return cronNext(d.Cron, loc, after)
 }

@@ -209,7 +209,7 @@ func TestDialectCronErrorsNameTheField(t *testing.T) {
 		{DialectSpring, "0 0 12 * * * 2026", "must be a Spring cron expression of 6 fields", "cron"},
 		{DialectSpring, "0 0 12 L-0 * *", `the day-of-month field "L-0" must say L-n`, "cron"},
 		{DialectSpring, "0 0 12 * * L", `the day-of-week field "L" must say nL`, "cron"},
-		{"cobol", "0 12 * * *", "must be unix, quartz, spring or auto", "cronDialect"},
+		{"cobol", "0 12 * * *", "must be unix, quartz, spring, systemd or auto", "cronDialect"},
 	}
 	for _, c := range cases {
 		t.Run(string(c.dialect)+" "+c.expr, func(t *testing.T) {

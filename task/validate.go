@@ -85,13 +85,17 @@ func (d *Definition) Validate() error {
 		}
 	}
 	if _, err := ParseDialect(string(d.CronDialect)); err != nil {
-		bad("cronDialect", string(d.CronDialect), "must be unix, quartz, spring or auto")
+		bad("cronDialect", string(d.CronDialect), "must be unix, quartz, spring, systemd or auto")
 	}
 	if d.Cron != "" {
 		switch dialect := d.Dialect(); dialect {
 		case DialectQuartz, DialectSpring:
 			if _, err := parseCalendar(dialect, d.Cron); err != nil {
 				bad("cron", d.Cron, dialectCronProblem(dialect, err))
+			}
+		case DialectSystemd:
+			if problem := SystemdCalendarProblem(d.Cron); problem != "" {
+				bad("cron", d.Cron, problem)
 			}
 		default:
 			if !gronx.IsValid(d.Cron) {

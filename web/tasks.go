@@ -108,7 +108,7 @@ func nextFires(t storetype.Task, now time.Time, n int) []time.Time {
 }
 
 // cronDialectOf is the dialect a stored definition's cron expression is
-// read in (unix, quartz or spring), as the engine reads it; "" when the
+// read in (unix, quartz, spring or systemd), as the engine reads it; "" when the
 // definition has no cron expression. The task page shows it, since the
 // same expression fires on other days in another dialect.
 func cronDialectOf(definition string) string {

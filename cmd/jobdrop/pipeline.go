@@ -32,6 +32,8 @@ func newRegistry() *converters.Registry {
 	r.Register("quartz", converters.QuartzXML{})
 	r.Register("windows", converters.WinTask{})
 	r.Register("kubernetes", converters.Kubernetes{}, "*.yaml", "*.yml")
+	// A .timer reads the .service beside it; an archive holds both.
+	r.Register("systemd", converters.Systemd{}, "*.timer", "*.tar", "*.tar.gz", "*.tgz", "*.zip")
 	// No pattern: a folder opts in with converter: exec and exec.program.
 	r.Register("exec", converters.Exec{})
 	return r
