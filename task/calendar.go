@@ -244,32 +244,6 @@ func (c *calendar) nextClock(h, mi, s int) (int, int, int, bool) {
 	return 0, 0, 0, false
 }
 
-// instants are the instants whose wall clock in loc shows w: none in a gap
-// of a spring-forward change, two in a repeated hour (earlier first).
-func instants(w time.Time, loc *time.Location) []time.Time {
-	var out []time.Time
-	for _, probe := range []time.Duration{-12 * time.Hour, 12 * time.Hour} {
-		_, off := w.Add(probe).In(loc).Zone()
-		t := w.Add(-time.Duration(off) * time.Second)
-		if naive(t.In(loc)).Equal(w) && (len(out) == 0 || !out[0].Equal(t)) {
-			out = append(out, t)
-		}
-	}
-	if len(out) == 2 && out[1].Before(out[0]) {
-		out[0], out[1] = out[1], out[0]
-	}
-	return out
-}
-
-// afterGap is the first wall time after the spring-forward gap that w is
-// in: the wall clock at the change.
-func afterGap(w time.Time, loc *time.Location) time.Time {
-	_, off := w.Add(-12 * time.Hour).In(loc).Zone()
-	past := w.Add(-time.Duration(off) * time.Second) // an instant after the change
-	start, _ := past.In(loc).ZoneBounds()
-	return naive(start.In(loc))
-}
-
 // nextSecond is the first whole second strictly after after.
 func nextSecond(after time.Time) time.Time {
 	return time.Unix(after.Unix()+1, 0)
@@ -277,26 +251,90 @@ func nextSecond(after time.Time) time.Time {
 
 // quartzNext is the first fire strictly after after, as Quartz 2.3's
 // CronExpression.getNextValidTimeAfter computes it in loc. Quartz works
-// on a java.util.Calendar's wall-clock fields: it goes on from the wall
-// time one second after after; a wall time that a spring-forward change
-// skips never fires (the calendar moves 02:30 to 03:30, where the hour no
-// longer matches); a wall time shown twice by an autumn change fires once,
-// at its second showing, standard time, which is where the calendar puts
-// an ambiguous wall time. So after a fire at 01:59 in the first copy of a
-// repeated hour, the next minute is 02:00 in the second copy.
+// on a lenient java.util.Calendar's wall-clock fields: it goes on from
+// the wall time one second after after, a field at a time (quartzStep),
+// and the calendar moves a wall time that a spring-forward change skips
+// on by the size of the change, where the search goes on. So a skipped
+// wall time never fires (02:30 becomes 03:30, where the hour no longer
+// matches), nor may some that are not skipped: in Pacific/Chatham, whose
+// clock goes from 02:45 to 03:45, a search that moves on to the hour 3
+// sets 03:00, which becomes 04:00, so "0 50 3 * * ?" does not fire at
+// 03:50 that day. A wall time shown
+// twice by an autumn change fires once, at its second showing, standard
+// time, which is where the calendar puts an ambiguous wall time. So after
+// a fire at 01:59 in the first copy of a repeated hour, the next minute
+// is 02:00 in the second copy.
 func (c *calendar) quartzNext(loc *time.Location, after time.Time) (time.Time, bool) {
+	z := zone{loc: loc}
 	w := naive(nextSecond(after).In(loc))
-	for range 1000 {
-		next, ok := c.nextWall(w, true)
+	for range 10_000 {
+		next, hour, fire, ok := c.quartzStep(w)
 		if !ok {
 			return time.Time{}, false
 		}
-		if in := instants(next, loc); len(in) > 0 {
+		in, _ := z.instants(next)
+		if len(in) > 0 && fire {
 			return in[len(in)-1], true
 		}
-		w = afterGap(next, loc)
+		if len(in) == 0 {
+			next = z.lenient(next)
+			if hour >= 0 && next.Hour() != hour {
+				// Quartz's setCalendarHour: when the calendar moved the
+				// hour it set, it sets the one after.
+				y, m, d := next.Date()
+				next = z.lenient(time.Date(y, m, d, hour+1, next.Minute(), next.Second(), 0, time.UTC))
+			}
+		}
+		w = next
 	}
 	return time.Time{}, false
+}
+
+// quartzStep is one round of Quartz's search from the wall time w, which
+// the zone shows: the wall time it sets next, with fire true when that is
+// the fire (w's seconds moved on within its minute, the rest matching).
+// Quartz looks at the second, then the minute, the hour, and the day, and
+// where one does not match it moves that field on, resets those below to
+// 0 and starts again: a second past the minute's is the first of the
+// next minute; a minute that does not match, the next that does at 0
+// seconds; an hour, the next at 00:00; a day, the next matching one at
+// midnight. hour is the hour it sets with setCalendarHour, -1 for none.
+// ok is false when no day matches before the year 3000.
+func (c *calendar) quartzStep(w time.Time) (next time.Time, hour int, fire, ok bool) {
+	y, mo, d := w.Date()
+	h, mi, s := w.Clock()
+	at := func(d, h, mi, s int) time.Time { return time.Date(y, mo, d, h, mi, s, 0, time.UTC) }
+	if ss := c.second.from(s); ss >= 0 && ss < 60 {
+		s = ss
+	} else {
+		return at(d, h, mi+1, c.second.from(0)), -1, false, true
+	}
+	if !c.minute.has(mi) {
+		if next := c.minute.from(mi); next >= 0 && next < 60 {
+			return at(d, h, next, 0), h, false, true
+		}
+		if h+1 == 24 {
+			return at(d, 24, c.minute.from(0), 0), -1, false, true // setCalendarHour(24) leaves it
+		}
+		return at(d, h+1, c.minute.from(0), 0), h + 1, false, true
+	}
+	if !c.hour.has(h) {
+		if next := c.hour.from(h); next >= 0 && next < 24 {
+			return at(d, next, 0, 0), next, false, true
+		}
+		first := c.hour.from(0)
+		return at(d+1, first, 0, 0), first, false, true
+	}
+	mon := monthOf(y, mo, true)
+	if !c.years.has(y) || !c.month.has(int(mo)) || !c.dom.matches(mon, d, false) || !c.dow.matches(mon, d, true) {
+		day, ok := c.nextWall(at(d+1, 0, 0, 0), true)
+		if !ok {
+			return time.Time{}, 0, false, false
+		}
+		y, mo, d = day.Date()
+		return at(d, 0, 0, 0), -1, false, true
+	}
+	return at(d, h, mi, s), -1, true, true
 }
 
 // springNext is the first fire strictly after after, as Spring 6's

@@ -62,9 +62,10 @@ func cronNextByWallClock(expr string, loc *time.Location, after time.Time) (time
 }
 
 // steadyMargin is how far from a change of offset cronNextSteady must be
-// to answer: the search across changes looks 3 hours each side of the
-// times it weighs, and instantsOf probes offsets 12 hours each side of
-// those, which may differ by up to 26 hours (-12:00 to +14:00).
+// to answer: the search across changes weighs wall times from 3 hours
+// before after's to 3 hours past those of the best instant it has found,
+// and a change may move the clock by up to 26 hours (-12:00 to +14:00);
+// 12 hours more to spare.
 const steadyMargin = 3*time.Hour + 12*time.Hour + 26*time.Hour
 
 // cronNextSteady is cronNext when loc keeps one offset from steadyMargin
@@ -141,25 +142,13 @@ func naive(t time.Time) time.Time {
 // a skipped hour (for a fixed entry, the end of the skip instead), two in a
 // repeated hour (for a fixed entry, only the first).
 func instantsOf(w time.Time, loc *time.Location, fixed bool) []time.Time {
-	var out []time.Time
-	for _, probe := range []time.Duration{-12 * time.Hour, 12 * time.Hour} {
-		_, off := w.Add(probe).In(loc).Zone()
-		t := w.Add(-time.Duration(off) * time.Second)
-		if naive(t.In(loc)).Equal(w) && (len(out) == 0 || !out[0].Equal(t)) {
-			out = append(out, t)
-		}
-	}
+	z := zone{loc: loc}
+	out, gap := z.instants(w)
 	switch {
-	case len(out) == 0 && fixed:
+	case len(out) == 0 && fixed && !gap.at.IsZero():
 		// Skipped by a change: fire once at the change itself.
-		_, off := w.Add(-12 * time.Hour).In(loc).Zone()
-		after := w.Add(-time.Duration(off) * time.Second) // an instant past the change
-		start, _ := after.In(loc).ZoneBounds()
-		return []time.Time{start}
+		return []time.Time{gap.at}
 	case len(out) == 2 && fixed:
-		if out[1].Before(out[0]) {
-			out[0] = out[1]
-		}
 		return out[:1]
 	}
 	return out

@@ -39,7 +39,7 @@ var quartzHandPicked = []string{
 	"0 0 12 L-3W * ?", "0 0 12 L-1W * ?", "0 0 12 L-10W * ?", "0 0 9 1,15W * ?", "0 0 9 ? * 5#3,2",
 	"0 0 12 1 1 ? 2150", "0 0 0 30 2 ?", "0 0 12 ? * 0", "0 0 12 ? * 8", "0 0 12 * * *", "0 0 12 ? * ?",
 	"0 0 12 ? APR-10 *", "0 0 24 * * ?", "0 60 * * * ?", "0 0 12 32 * ?", "0 0 12 ? * 2#6", "0 0 12 L-31 * ?",
-	"0 0 12 ? 13 *", "0 0 12 * * ? 2030-2027", "0 0 12",
+	"0 0 12 ? 13 *", "0 0 12 * * ? 2030-2027", "0 0 12", "0 10,35 1,2 * * ?", "0 50,55 3 * * ?", "0 0/15 3 ? * SUN",
 }
 
 // quartzGenerated makes n expressions from a fixed seed, so the test is the
@@ -158,12 +158,22 @@ func randomQuartzField(r *rand.Rand, kind int) string {
 // quartzBases are the base times each zone is asked from: a few hours
 // before its daylight-saving changes, both ways, and before 29 February.
 var quartzBases = map[string][]string{
-	"UTC":              {"2028-02-27T12:00:00Z", "2026-12-31T20:00:00Z"},
-	"Europe/Paris":     {"2026-03-28T22:00:00Z", "2026-10-24T22:30:00Z", "2028-02-28T20:00:00Z"},
-	"America/New_York": {"2026-03-08T04:00:00Z", "2026-11-01T03:30:00Z", "2028-02-28T23:00:00Z"},
-	"Australia/Sydney": {"2026-04-04T13:00:00Z", "2026-10-03T13:30:00Z", "2028-02-28T10:00:00Z"},
-	"Asia/Kolkata":     {"2028-02-28T17:00:00Z", "2026-06-30T18:00:00Z"},
+	"UTC":                 {"2028-02-27T12:00:00Z", "2026-12-31T20:00:00Z"},
+	"Europe/Paris":        {"2026-03-28T22:00:00Z", "2026-10-24T22:30:00Z", "2028-02-28T20:00:00Z"},
+	"America/New_York":    {"2026-03-08T04:00:00Z", "2026-11-01T03:30:00Z", "2028-02-28T23:00:00Z"},
+	"Australia/Sydney":    {"2026-04-04T13:00:00Z", "2026-10-03T13:30:00Z", "2028-02-28T10:00:00Z"},
+	"Asia/Kolkata":        {"2028-02-28T17:00:00Z", "2026-06-30T18:00:00Z"},
+	"Pacific/Auckland":    {"2026-04-04T09:00:00Z", "2026-09-26T09:30:00Z"},
+	"Pacific/Chatham":     {"2026-04-04T09:00:00Z", "2026-09-26T09:30:00Z"},
+	"Australia/Lord_Howe": {"2026-04-04T10:00:00Z", "2026-10-03T10:30:00Z"},
 }
+
+// quartzZones are the zones asked about, in order: UTC, both hemispheres,
+// a half-hour offset, two zones more than 12 hours ahead of UTC in their
+// summer (Chatham 13:45, its changes at a quarter to the hour, so part
+// of an hour is skipped), and a change of half an hour (Lord Howe).
+var quartzZones = []string{"UTC", "Europe/Paris", "America/New_York", "Australia/Sydney", "Asia/Kolkata",
+	"Pacific/Auckland", "Pacific/Chatham", "Australia/Lord_Howe"}
 
 // quartzQuery is one question to Quartz and jobdrop alike: the next fires
 // of expr in zone from base.
@@ -183,7 +193,7 @@ const quartzFires = 20
 func quartzQueries(exprs []string) []quartzQuery {
 	var qs []quartzQuery
 	for _, e := range exprs {
-		for _, zone := range []string{"UTC", "Europe/Paris", "America/New_York", "Australia/Sydney", "Asia/Kolkata"} {
+		for _, zone := range quartzZones {
 			for _, b := range quartzBases[zone] {
 				qs = append(qs, quartzQuery{zone: zone, expr: e, base: ms(b)})
 			}

@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -590,7 +588,7 @@ func (s *systemdSpec) next(loc *time.Location, after time.Time) (time.Time, bool
 	}
 	usec := after.UnixMicro() + 1
 	from := time.UnixMicro(usec)
-	k := &wallClock{loc: loc}
+	k := &wallClock{zone: zone{loc: loc}}
 	k.guess = k.period(from).offset
 	start := k.local(from)
 	found, frac, ok := s.findNext(k, start, int(usec-from.Unix()*1e6))
@@ -827,103 +825,14 @@ func (k *wallClock) withinBounds(c *wallTime) int {
 	return 1
 }
 
-// wallClock is glibc's mktime in loc, which systemd's search leans on.
+// wallClock is glibc's mktime in a zone, which systemd's search leans on.
 type wallClock struct {
-	loc *time.Location
+	zone
 	// guess is glibc's first guess at the offset: the one its last
 	// mktime read a wall time with. It picks between the two showings of
 	// a wall time an autumn change repeats when no flag says which.
 	guess int
-	// periods are loc's, from zonePeriods.
-	periods []zonePeriod
 }
-
-// zonePeriod is a stretch of time over which a zone keeps one offset
-// (seconds east of UTC) and one daylight-saving flag.
-type zonePeriod struct {
-	start, end time.Time // end is zero for no end
-	offset     int
-	dst        bool
-}
-
-func (p zonePeriod) has(t time.Time) bool {
-	return !t.Before(p.start) && (p.end.IsZero() || t.Before(p.end))
-}
-
-// period is the zone period t is in.
-func (k *wallClock) period(t time.Time) zonePeriod {
-	if k.periods == nil {
-		k.periods = zonePeriods(k.loc)
-	}
-	ps := k.periods
-	if i := sort.Search(len(ps), func(i int) bool { return ps[i].end.IsZero() || t.Before(ps[i].end) }); i < len(ps) && ps[i].has(t) {
-		return ps[i]
-	}
-	p := lookUpPeriod(k.loc, t) // before 1969 or after 2201
-	if !p.end.IsZero() && !p.end.After(t) {
-		p.end = t.Add(time.Second)
-	}
-	return p
-}
-
-// zonePeriods are loc's periods over the years systemd looks at, looked
-// up once per zone: the search asks about the same days over and over,
-// and Go looks a zone up slowly past the last change its database lists.
-func zonePeriods(loc *time.Location) []zonePeriod {
-	if ps, ok := zoneTables.Load(loc.String()); ok {
-		return ps.([]zonePeriod)
-	}
-	var ps []zonePeriod
-	last := time.Date(systemdLastYear+2, 1, 1, 0, 0, 0, 0, time.UTC)
-	for t := time.Date(systemdFirstYear-1, 1, 1, 0, 0, 0, 0, time.UTC); t.Before(last); {
-		p := lookUpPeriod(loc, t)
-		if !p.end.IsZero() && !p.end.After(t) {
-			// Go's ZoneBounds gives, for the last day of a leap year
-			// past the changes its database lists, an end that has
-			// passed: find the true one, an hour at a time, then to
-			// the second.
-			p.end = t
-			for lookUpPeriod(loc, p.end).same(p) && p.end.Before(last) {
-				p.end = p.end.Add(time.Hour)
-			}
-			for lo := p.end.Add(-time.Hour); p.end.Sub(lo) > time.Second; {
-				if mid := lo.Add(p.end.Sub(lo) / 2); lookUpPeriod(loc, mid).same(p) {
-					lo = mid
-				} else {
-					p.end = mid
-				}
-			}
-		}
-		if n := len(ps); n > 0 && ps[n-1].same(p) {
-			ps[n-1].end = p.end // no change, only a bound Go put at the end of a year
-		} else {
-			ps = append(ps, p)
-		}
-		if p.end.IsZero() {
-			break
-		}
-		t = p.end
-	}
-	zoneTables.Store(loc.String(), ps)
-	return ps
-}
-
-// zoneTables are the zonePeriods of the zones asked about, by name.
-var zoneTables sync.Map
-
-// lookUpPeriod asks Go for the zone period t is in.
-func lookUpPeriod(loc *time.Location, t time.Time) zonePeriod {
-	in := t.In(loc)
-	start, end := in.ZoneBounds()
-	if start.IsZero() {
-		start = time.Unix(-1<<62, 0)
-	}
-	_, off := in.Zone()
-	return zonePeriod{start: start, end: end, offset: off, dst: in.IsDST()}
-}
-
-// same says whether q keeps p's offset and flag.
-func (p zonePeriod) same(q zonePeriod) bool { return p.offset == q.offset && p.dst == q.dst }
 
 // local is the wall time loc shows at t, with its flag.
 func (k *wallClock) local(t time.Time) wallTime {
@@ -953,7 +862,7 @@ func (k *wallClock) mktime(w *wallTime) time.Time {
 }
 
 func (k *wallClock) instant(wall time.Time, isdst int) time.Time {
-	in, before := k.instants(wall)
+	in, gap := k.instants(wall)
 	if isdst >= 0 {
 		var flagged []time.Time
 		for _, t := range in {
@@ -970,7 +879,7 @@ func (k *wallClock) instant(wall time.Time, isdst int) time.Time {
 		// glibc looks a week, two weeks, ... either side for a time with
 		// the flag (for as long as any zone keeps one flag: some 7
 		// years) and reads the wall time with its offset.
-		base := wall.Add(-time.Duration(before) * time.Second)
+		base := wall.Add(-time.Duration(gap.before) * time.Second)
 		if len(in) > 0 {
 			base = in[0]
 		}
@@ -984,8 +893,8 @@ func (k *wallClock) instant(wall time.Time, isdst int) time.Time {
 		}
 	}
 	switch len(in) {
-	case 0:
-		return wall.Add(-time.Duration(before) * time.Second)
+	case 0: // in a gap: read with the offset before it
+		return wall.Add(-time.Duration(gap.before) * time.Second)
 	case 1:
 		return in[0]
 	}
@@ -1003,31 +912,4 @@ func (k *wallClock) byGuess(wall time.Time, in []time.Time) time.Time {
 		t = wall.Add(-time.Duration(k.period(t).offset) * time.Second)
 	}
 	return in[0]
-}
-
-// instants are the instants whose wall clock shows wall (a wall time read
-// as UTC), earlier first: none in the gap of a spring-forward change, and
-// then before is the offset in force before the change; two in an hour
-// an autumn change repeats. It tries every offset the zone has a day each
-// side of wall, so it sees offsets of any size: Pacific/Chatham is 13:45
-// ahead of UTC in its summer, Pacific/Kiritimati 14 hours.
-func (k *wallClock) instants(wall time.Time) (in []time.Time, before int) {
-	const reach = 26 * time.Hour // more than any offset
-	for at := wall.Add(-reach); ; {
-		p := k.period(at)
-		if t := wall.Add(-time.Duration(p.offset) * time.Second); p.has(t) {
-			in = append(in, t) // periods come in order, and so do their instants
-		}
-		if p.end.IsZero() || p.end.After(wall.Add(reach)) {
-			return in, before
-		}
-		// A change forward at the period's end skips the wall times from
-		// the clock before it to the clock after it.
-		end := p.end.UTC()
-		if next := k.period(p.end).offset; !wall.Before(end.Add(time.Duration(p.offset)*time.Second)) &&
-			wall.Before(end.Add(time.Duration(next)*time.Second)) {
-			before = p.offset
-		}
-		at = p.end
-	}
 }
