@@ -1,13 +1,14 @@
 #!/bin/sh
 # Runs the drop-to-commit benchmarks (1,000,000 CSV rows, 200,000 Excel
-# rows; JOBDROP_BENCH_CSV_ROWS / JOBDROP_BENCH_XLSX_ROWS override) beside
-# kcat producing the same records, and prints a table. Used by make bench.
+# rows; JOBDROP_BENCH_CSV_ROWS / JOBDROP_BENCH_XLSX_ROWS override) and the
+# rename-to-commit latency of 100 files of 10 rows, beside kcat producing
+# the same records, and prints a table. Used by make bench.
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$GO" test -run '^$' -bench 'Drop' -benchtime 1x -timeout 30m ./bench | tee "$out" >&2
+"$GO" test -run '^$' -bench 'Drop|RenameToCommit' -benchtime 1x -timeout 30m ./bench | tee "$out" >&2
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 awk '
@@ -21,4 +22,8 @@ BEGIN {
 	printf "%-6s %10d %12.0f %9.0f MiB %6.0f MiB %12s %8s MiB %10s\n", f, metric("rows"), metric("rows/s"),
 		metric("peak-RSS-MiB"), metric("peak-heap-MiB"), (k == "" ? "-" : sprintf("%.0f", k)),
 		(k == "" ? "-" : sprintf("%.0f", metric("kcat-RSS-MiB"))), (k == "" ? "-" : sprintf("%.2f", metric("ratio")))
+}
+/^BenchmarkRenameToCommit/ {
+	printf "\nrename to commit, %d files of 10 rows: p50 %s ms, p99 %s ms (kcat producing each file: p50 %s ms, p99 %s ms)\n",
+		metric("drops"), metric("p50-ms"), metric("p99-ms"), metric("kcat-p50-ms"), metric("kcat-p99-ms")
 }' "$out"

@@ -36,12 +36,16 @@ type folder struct {
 	// Guarded by mu: signals for the monitor, and the queue for the worker.
 	mu        sync.Mutex
 	touched   map[string]struct{} // names with events since the monitor last looked
+	movedIn   map[string]struct{} // of those, the names renamed into the folder
 	rescanNow bool                // events were lost
 	lost      bool                // the folder itself was removed or renamed
 	queue     []*entry            // stable files in arrival order
 	queued    map[string]*entry   // queue plus the file being claimed
 	wake      chan struct{}       // monitor: signals pending
 	ready     chan struct{}       // worker: queue not empty
+
+	// renames hears of files renamed into the folder; nil when polled.
+	renames *moveWatch
 
 	// Owned by the monitor.
 	track   *tracker
@@ -85,6 +89,7 @@ func newFolder(dir string, fc Folder, h Handler, log *slog.Logger, cfg Config) *
 		poll:          fc.Poll,
 		doneMarker:    fc.DoneMarker,
 		touched:       make(map[string]struct{}),
+		movedIn:       make(map[string]struct{}),
 		queued:        make(map[string]*entry),
 		wake:          make(chan struct{}, 1),
 		ready:         make(chan struct{}, 1),
@@ -175,9 +180,9 @@ func (f *folder) monitor(ctx context.Context, fsw *fsnotify.Watcher) {
 // whether a rescan was asked for.
 func (f *folder) takeSignals(fsw *fsnotify.Watcher) bool {
 	f.mu.Lock()
-	touched, rescanNow, lost := f.touched, f.rescanNow, f.lost
-	f.touched, f.rescanNow, f.lost = make(map[string]struct{}), false, false
-	var fresh []string
+	touched, movedIn, rescanNow, lost := f.touched, f.movedIn, f.rescanNow, f.lost
+	f.touched, f.movedIn, f.rescanNow, f.lost = make(map[string]struct{}), make(map[string]struct{}), false, false
+	var fresh, tracked []string
 	for name := range touched {
 		if f.ignored(name) {
 			continue
@@ -187,11 +192,13 @@ func (f *folder) takeSignals(fsw *fsnotify.Watcher) bool {
 			continue
 		}
 		f.track.touch(name)
+		tracked = append(tracked, name)
 		if _, ok := f.seen[name]; !ok {
 			fresh = append(fresh, name)
 		}
 	}
 	f.mu.Unlock()
+	defer f.takeArrivals(tracked, movedIn)
 	for _, name := range fresh {
 		// An event may name a file already gone, or a folder: only a
 		// regular file is announced. The tracker drops the others.
@@ -226,6 +233,7 @@ func (f *folder) refresh(fsw *fsnotify.Watcher) {
 		// Adding a watched folder again is harmless, and needed after it
 		// was replaced.
 		watchErr = fsw.Add(f.dir)
+		f.renames.add(f)
 	}
 	if err := f.scan(); err != nil {
 		f.report(err)
@@ -307,7 +315,20 @@ func (f *folder) scan() error {
 	for _, name := range announce {
 		f.announce(name)
 	}
+	f.takeArrivals(announce, nil)
 	return nil
+}
+
+// takeArrivals queues at once the files among names that came whole, by
+// a rename (movedIn) or a link into the folder: they have nothing to wait
+// for.
+func (f *folder) takeArrivals(names []string, movedIn map[string]struct{}) {
+	if len(names) == 0 {
+		return
+	}
+	f.enqueue(f.track.arrivals(names, movedIn, f.clock.Now(), func(name string) (fs.FileInfo, error) {
+		return os.Lstat(filepath.Join(f.dir, name))
+	}))
 }
 
 // subfolder reports a subfolder of the folder, once while it is there:
@@ -488,14 +509,17 @@ func (f *folder) lockStable(src string, e *entry) (*os.File, claimOutcome, *Refu
 	f.mu.Lock()
 	dirty := e.dirty
 	f.mu.Unlock()
-	if dirty {
-		return nil, claimChanged, nil
-	}
 	cur, err := os.Lstat(src)
 	if err != nil {
 		return nil, claimGone, nil
 	}
 	if cur.Mode().Type() != e.mode {
+		return nil, claimChanged, nil
+	}
+	// An event after the file was found stable means a change only if the
+	// file shows one: the event of its own arrival may come late (a
+	// rename is heard from inotify and from fsnotify).
+	if dirty && (cur.Size() != e.size || !cur.ModTime().Equal(e.mod)) {
 		return nil, claimChanged, nil
 	}
 	if reason := cmp.Or(typeProblem(src, cur.Mode()), nameProblem(e.name)); reason != "" {

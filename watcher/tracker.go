@@ -68,6 +68,30 @@ func (t *tracker) touch(name string) {
 	t.files[name] = &tracked{seq: t.seq}
 }
 
+// arrivals returns, in arrival order, the tracked files among names that
+// came whole (renamed into the folder, as movedIn says, or as arrivedWhole
+// sees) and need no stability checks, with their age and readiness still
+// required; those are no longer tracked. The others are left to check.
+func (t *tracker) arrivals(names []string, movedIn map[string]struct{}, now time.Time, stat func(name string) (fs.FileInfo, error)) (out []candidate) {
+	for _, name := range names {
+		s, ok := t.files[name]
+		if !ok || s.observed {
+			continue
+		}
+		fi, err := stat(name)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if _, moved := movedIn[name]; !moved && !arrivedWhole(fi) || t.minAge > 0 && now.Sub(fi.ModTime()) < t.minAge || (t.ready != nil && !t.ready(name)) {
+			continue
+		}
+		out = append(out, candidate{name: name, size: fi.Size(), mod: fi.ModTime(), seq: s.seq})
+		delete(t.files, name)
+	}
+	slices.SortFunc(out, func(a, b candidate) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
 // check observes every tracked file with stat at time now and returns, in
 // arrival order, the files whose size and modification time were unchanged
 // on need checks in a row after their baseline, and for need intervals;

@@ -361,6 +361,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if fsw != nil {
 		wg.Go(func() { w.dispatch(ctx, fsw) })
+		if renames := newMoveWatch(); renames != nil {
+			for _, f := range w.folders {
+				if !f.poll {
+					f.renames = renames
+				}
+			}
+			wg.Go(func() { renames.run(ctx) })
+		}
 	}
 	for _, f := range w.folders {
 		if f.poll {

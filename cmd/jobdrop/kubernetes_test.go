@@ -54,16 +54,7 @@ spec:
 		return in.getJSON("/api/tasks", &tasks) == nil && len(tasks) == 3
 	})
 
-	fired := func() map[string][]string {
-		got := map[string][]string{}
-		for _, f := range kafkatest.Decode[record.Fired](t, jobs.Records()) {
-			at := time.UnixMilli(f.ScheduledAt).UTC().Format(time.RFC3339)
-			if !slices.Contains(got[f.Host+"/"+f.Name], at) {
-				got[f.Host+"/"+f.Name] = append(got[f.Host+"/"+f.Name], at)
-			}
-		}
-		return got
-	}
+	fired := func() map[string][]string { return firedTimes(t, jobs) }
 	minute := t0.Add(time.Minute)
 	hour := t0.Truncate(time.Hour).Add(time.Hour) // the next :30 in Kolkata
 	in.advanceTo(minute)
@@ -111,4 +102,17 @@ func wantFired(t0, minute, hour time.Time) map[string][]string {
 		want["ops/kolkata"] = rfc(t0, hour)
 	}
 	return want
+}
+
+// firedTimes is when each task (host/name) fired so far, by scheduled
+// time in RFC 3339, each time once.
+func firedTimes(t *testing.T, jobs *kafkatest.Collector) map[string][]string {
+	got := map[string][]string{}
+	for _, f := range kafkatest.Decode[record.Fired](t, jobs.Records()) {
+		at := time.UnixMilli(f.ScheduledAt).UTC().Format(time.RFC3339)
+		if !slices.Contains(got[f.Host+"/"+f.Name], at) {
+			got[f.Host+"/"+f.Name] = append(got[f.Host+"/"+f.Name], at)
+		}
+	}
+	return got
 }

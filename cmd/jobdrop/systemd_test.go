@@ -77,16 +77,7 @@ func TestDroppedSystemdTimersFireOnTime(t *testing.T) {
 			steps = append(steps, m)
 		}
 	}
-	fired := func() map[string][]string {
-		got := map[string][]string{}
-		for _, f := range kafkatest.Decode[record.Fired](t, jobs.Records()) {
-			at := time.UnixMilli(f.ScheduledAt).UTC().Format(time.RFC3339)
-			if !slices.Contains(got[f.Host+"/"+f.Name], at) {
-				got[f.Host+"/"+f.Name] = append(got[f.Host+"/"+f.Name], at)
-			}
-		}
-		return got
-	}
+	fired := func() map[string][]string { return firedTimes(t, jobs) }
 	for _, at := range steps {
 		in.advanceTo(at)
 		stamp := at.Format(time.RFC3339)
