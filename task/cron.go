@@ -43,20 +43,19 @@ func cronNext(expr string, loc *time.Location, after time.Time) (time.Time, bool
 // steps through every matching time of six hours (21,600 for an entry
 // firing every second, more than it takes: it found none).
 func cronNextByWallClock(expr string, loc *time.Location, after time.Time) (time.Time, bool) {
+	z := zone{loc: loc}
 	from, incl := after, false
 	for range 1_000 {
-		local := from.In(loc)
-		_, end := local.ZoneBounds()
-		w, err := gronx.NextTickAfter(expr, naive(local), incl)
+		p := z.period(from)
+		w, err := gronx.NextTickAfter(expr, naive(from.In(loc)), incl)
 		if err != nil {
 			return time.Time{}, false
 		}
-		_, off := local.Zone()
-		if t := w.Add(-time.Duration(off) * time.Second); end.IsZero() || t.Before(end) {
+		if t := w.Add(-time.Duration(p.offset) * time.Second); p.end.IsZero() || t.Before(p.end) {
 			return t, true
 		}
 		// Past this span: ask again from the start of the next one.
-		from, incl = end, true
+		from, incl = p.end, true
 	}
 	return time.Time{}, false
 }
@@ -75,18 +74,17 @@ const steadyMargin = 3*time.Hour + 12*time.Hour + 26*time.Hour
 // wall time after after's is the answer, as the search across changes
 // would find.
 func cronNextSteady(expr string, loc *time.Location, after time.Time) (next time.Time, ok, sure bool) {
-	local := after.In(loc)
-	start, end := local.ZoneBounds()
-	if !start.IsZero() && start.After(after.Add(-steadyMargin)) {
+	z := zone{loc: loc}
+	p := z.period(after)
+	if p.start.After(after.Add(-steadyMargin)) {
 		return time.Time{}, false, false
 	}
-	w, err := gronx.NextTickAfter(expr, naive(local), false)
+	w, err := gronx.NextTickAfter(expr, naive(after.In(loc)), false)
 	if err != nil {
 		return time.Time{}, false, false
 	}
-	_, off := local.Zone()
-	next = w.Add(-time.Duration(off) * time.Second)
-	if !end.IsZero() && !next.Add(steadyMargin).Before(end) {
+	next = w.Add(-time.Duration(p.offset) * time.Second)
+	if !p.end.IsZero() && !next.Add(steadyMargin).Before(p.end) {
 		return time.Time{}, false, false
 	}
 	return next, true, true

@@ -2,8 +2,11 @@ package task
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/adhocore/gronx"
 )
 
 // TestWallTimesInZonesFarFromUTC: the instants that show a wall time and
@@ -162,5 +165,45 @@ func TestWallTimesAgreeWithGo(t *testing.T) {
 	t.Logf("%d wall times, %d repeated, %d skipped", checked, repeated, skipped)
 	if repeated == 0 || skipped == 0 {
 		t.Error("no repeated or no skipped wall time was checked")
+	}
+}
+
+// TestCronOnTheLastDayOfALeapYearPastTheZoneFiles: past the last change
+// a zone file lists one by one (2037), Go's ZoneBounds ends the period of
+// 31 December of a leap year at its start; unix cron asks the zone's
+// periods instead, and fires there as on any other day, as stepping
+// through the wall clock says.
+func TestCronOnTheLastDayOfALeapYearPastTheZoneFiles(t *testing.T) {
+	g := gronx.New()
+	for _, name := range []string{"Europe/Berlin", "America/New_York", "Pacific/Auckland"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, day := range []string{"2040-12-31", "2296-12-31"} {
+			for _, at := range []string{"00:00:30", "12:00:00", "23:59:50"} {
+				after, err := time.Parse(time.DateTime, day+" "+at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, expr := range []string{"*/20 * * * * *", "* * * * *", "30 2 * * *"} {
+					step := time.Minute
+					if len(strings.Fields(expr)) == 6 {
+						step = time.Second
+					}
+					want := after.Truncate(step)
+					for {
+						want = want.Add(step)
+						if due, _ := g.IsDue(expr, naive(want.In(loc))); due {
+							break
+						}
+					}
+					if got, ok := cronNext(expr, loc, after); !ok || !got.Equal(want) {
+						t.Errorf("%s in %s after %s: %s (%v), want %s", expr, name, after.Format(time.RFC3339),
+							got.In(loc).Format(time.RFC3339), ok, want.In(loc).Format(time.RFC3339))
+					}
+				}
+			}
+		}
 	}
 }
