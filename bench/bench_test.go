@@ -31,8 +31,8 @@ import (
 	"github.com/jobdrop/jobdrop/watcher"
 )
 
-// Row counts of the full benchmarks; JOBDROP_BENCH_CSV_ROWS and
-// JOBDROP_BENCH_XLSX_ROWS override them.
+// Row counts of the full benchmarks; JOBDROP_BENCH_CSV_ROWS (CSV and
+// JSON Lines) and JOBDROP_BENCH_XLSX_ROWS override them.
 const (
 	csvRows  = 1_000_000
 	xlsxRows = 200_000
@@ -91,8 +91,11 @@ func startEnv(tb testing.TB) *env {
 	e := &env{dir: dir, inbox: filepath.Join(dir, "inbox"), brokers: brokers, results: make(chan outcome, 1)}
 	h := watcher.HandlerFunc(func(ctx context.Context, f watcher.File) error {
 		var conv converters.Converter = converters.CSV{}
-		if strings.HasSuffix(f.Name, ".xlsx") {
+		switch {
+		case strings.HasSuffix(f.Name, ".xlsx"):
 			conv = converters.XLSX{}
+		case strings.HasSuffix(f.Name, ".jsonl"):
+			conv = converters.JSON{}
 		}
 		res, err := inj.Inject(ctx, injector.File{Path: f.Path, Name: f.Name, Folder: f.Dir, MaxBytes: -1}, conv, converters.Options{})
 		e.results <- outcome{res, err, time.Now()}
@@ -135,6 +138,29 @@ func writeCSVFrom(tb testing.TB, path string, from, n int) {
 	for i := from; i < from+n; i++ {
 		d := def(i)
 		fmt.Fprintf(w, "%s,%s,%s,%s,%s,%d,%s\n", d.Host, d.Name, d.Action, d.Topic, d.Frequency.TimeUnit, d.Frequency.Time, d.Data["command"])
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// writeJSONL writes the same job list as JSON Lines: each line the
+// light-scheduler TaskDefinition of its row, as the injector writes it.
+func writeJSONL(tb testing.TB, path string, n int) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := range n {
+		d := def(i)
+		v, _ := json.Marshal(&d)
+		w.Write(v)
+		w.WriteByte('\n')
 	}
 	if err := w.Flush(); err != nil {
 		tb.Fatal(err)
@@ -245,15 +271,19 @@ func kcatRun(tb testing.TB, brokers []string, input string) (time.Duration, int6
 	return took, rss
 }
 
-// measure drops a job list of n rows in format (csv or xlsx) and times it
-// to its committed transaction, after kcat producing the same records.
+// measure drops a job list of n rows in format (csv, jsonl or xlsx) and
+// times it to its committed transaction, after kcat producing the same
+// records.
 func measure(tb testing.TB, format string, n int) result {
 	tb.Helper()
 	e := startEnv(tb)
 	src := filepath.Join(e.dir, "jobs."+format)
-	if format == "xlsx" {
+	switch format {
+	case "xlsx":
 		writeXLSX(tb, src, n)
-	} else {
+	case "jsonl":
+		writeJSONL(tb, src, n)
+	default:
 		writeCSV(tb, src, n)
 	}
 	kin := filepath.Join(e.dir, "kcat.txt")
@@ -331,6 +361,18 @@ func BenchmarkDropCSV(b *testing.B) {
 	var r result
 	for b.Loop() {
 		r = measure(b, "csv", n)
+	}
+	report(b, r)
+}
+
+// BenchmarkDropJSONL drops a JSON Lines job list of 1,000,000 rows (the
+// CSV benchmark's rows, JOBDROP_BENCH_CSV_ROWS overrides), each line a
+// light-scheduler TaskDefinition.
+func BenchmarkDropJSONL(b *testing.B) {
+	n := rowsFromEnv("JOBDROP_BENCH_CSV_ROWS", csvRows)
+	var r result
+	for b.Loop() {
+		r = measure(b, "jsonl", n)
 	}
 	report(b, r)
 }
@@ -420,7 +462,7 @@ func TestHarness(t *testing.T) {
 	for _, tt := range []struct {
 		format string
 		rows   int
-	}{{"csv", 10_000}, {"xlsx", 2_000}} {
+	}{{"csv", 10_000}, {"jsonl", 10_000}, {"xlsx", 2_000}} {
 		t.Run(tt.format, func(t *testing.T) {
 			r := measure(t, tt.format, tt.rows)
 			if r.elapsed <= 0 || r.peakRSS <= 0 || r.heapPeak == 0 {

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs the drop-to-commit benchmarks (1,000,000 CSV rows, 200,000 Excel
-# rows; JOBDROP_BENCH_CSV_ROWS / JOBDROP_BENCH_XLSX_ROWS override) and the
+# Runs the drop-to-commit benchmarks (1,000,000 CSV rows, the same rows as
+# JSON Lines, 200,000 Excel rows; JOBDROP_BENCH_CSV_ROWS (CSV and JSON
+# Lines) / JOBDROP_BENCH_XLSX_ROWS override) and the
 # rename-to-commit latency of 100 files of 10 rows, beside kcat producing
 # the same records, and prints a table. Used by make bench.
 set -eu

@@ -450,17 +450,21 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		return Result{Outcome: Duplicate, Batch: batch}, nil
 	}
 
-	var syncing *syncRows
-	var scope *scopeRead
-	if f.Sync != nil {
-		syncing = newSyncRows()
-		sctx, cancel := context.WithCancel(ctx)
-		defer func() {
-			cancel()
-			<-scope.done
-		}()
-		scope = in.readScope(sctx, f)
+	if f.Sync == nil {
+		return in.stream(ctx, f, conv, opts, &batch)
 	}
+
+	// A file of a sync folder is checked whole before anything is
+	// produced: what it deletes, and whether it is held, depends on every
+	// row.
+	syncing := newSyncRows()
+	sctx, cancel := context.WithCancel(ctx)
+	var scope *scopeRead
+	defer func() {
+		cancel()
+		<-scope.done
+	}()
+	scope = in.readScope(sctx, f)
 	rows, rej, skip := in.check(ctx, f, conv, opts, syncing, pace)
 	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
 	if ctx.Err() != nil {
@@ -670,7 +674,8 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// bufferRows bounds how many converted rows check keeps, so a small file is
+// bufferRows bounds how many converted rows check keeps (files of sync
+// folders), so a small file is
 // read once and a large one is converted again while producing instead of
 // held in memory.
 const bufferRows = 20_000

@@ -107,7 +107,7 @@ func TestRejectsWholeFileAndNamesEveryBadRow(t *testing.T) {
 
 func TestLargeFileIsOneTransaction(t *testing.T) {
 	in, brokers, topics := newInjector(t)
-	const rows = bufferRows + 5_000 // past the buffer: converted twice
+	const rows = bufferRows + 5_000 // more rows than a sync file keeps after its check
 	var b strings.Builder
 	b.WriteString("host,name,topic,timeUnit,time\n")
 	for i := range rows {

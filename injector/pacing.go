@@ -12,16 +12,17 @@ import (
 // flood of files (a whole estate exported at once) would otherwise take
 // the CPU, the brokers and the scheduler's own transactions, which must
 // apply every command injected, from the fires due meanwhile. Before each
-// file and every paceRows rows of its check pass, the injector looks how
-// late the scheduler fires (Config.Late); while it is later than Lateness,
-// the file waits, at most MaxWait at each look, so that files always make
-// headway however late the scheduler stays.
+// file, and every paceRows rows of the check pass of a file of a sync
+// folder, the injector looks how late the scheduler fires (Config.Late);
+// while it is later than Lateness, the file waits, at most MaxWait at each
+// look, so that files always make headway however late the scheduler
+// stays.
 //
 // A file never waits while its transaction is open: every read_committed
 // reader of the input partitions, the scheduler first, would wait with
-// it, and the brokers abort a transaction open too long. The rows of a
-// file too large to keep after its check pass (bufferRows) are converted
-// again inside the transaction, unpaced.
+// it, and the brokers abort a transaction open too long. A file that does
+// not sync is converted inside its transaction (its rows are produced as
+// they are converted), so it waits only before it starts.
 type Pacing struct {
 	// Lateness is how late the scheduler may fire before files wait: how
 	// long the occurrence due longest ago has waited to fire. Zero: files

@@ -16,12 +16,12 @@ import (
 func TestGoodRowsPolicyInjectsValidRowsAndReportsTheOthers(t *testing.T) {
 	tests := []struct {
 		name string
-		// extra rows after the bad ones, so the file is past the buffer
-		// and converted a second time while producing.
+		// extra rows after the bad ones: many are produced before the
+		// file ends.
 		extra int
 	}{
 		{"small file", 0},
-		{"file past the buffer", bufferRows},
+		{"large file", bufferRows},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,5 +139,62 @@ func TestHumanBytes(t *testing.T) {
 		if got := humanBytes(n); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestRejectPolicyAbortsAtTheFirstBadRowAndReportsEveryOne injects a large
+// file whose rows go into the transaction as they are converted: its first
+// bad row aborts the transaction, the rest of the file is still read for
+// the report, and nothing of it is committed.
+func TestRejectPolicyAbortsAtTheFirstBadRowAndReportsEveryOne(t *testing.T) {
+	in, brokers, topics := newInjector(t)
+	const rows = 30_000
+	var b strings.Builder
+	b.WriteString("host,name,topic,timeUnit,time\n")
+	for i := range rows {
+		switch i {
+		case 5_000: // row 5002
+			b.WriteString("acme,eons,jobs,EONS,1\n")
+		case 20_000: // row 20002
+			b.WriteString("acme,job-000007,jobs,MINUTES,1\n")
+		case rows - 1: // row 30001
+			b.WriteString("acme,nope,jobs,MINUTES,x\n")
+		default:
+			fmt.Fprintf(&b, "acme,job-%06d,jobs,MINUTES,%d\n", i, i%60+1)
+		}
+	}
+	res, err := in.Inject(context.Background(), File{Path: writeFile(t, "big.csv", b.String())}, converters.CSV{}, converters.Options{})
+	var rej *RejectedError
+	if !errors.As(err, &rej) || res.Outcome != Rejected {
+		t.Fatalf("got %+v, %v; want a rejection", res, err)
+	}
+	if rej.Rows != rows || rej.Bad != 3 || res.Batch.Rows != rows || res.Batch.Rejected != 3 {
+		t.Errorf("rows %d bad %d, batch %+v; want %d rows, 3 bad", rej.Rows, rej.Bad, res.Batch, rows)
+	}
+	for _, s := range []string{
+		fmt.Sprintf("3 of %d rows rejected; nothing was injected", rows),
+		`big.csv: row 5002: column timeUnit: value "EONS"`,
+		"big.csv: row 20002: column name", "appears again (first at row 9)",
+		`big.csv: row 30001: column time: value "x"`,
+	} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("report lacks %q:\n%s", s, err)
+		}
+	}
+	if n := len(kafkatest.Drain(t, brokers, topics.Input)); n != 0 {
+		t.Errorf("%d commands of a rejected file were committed", n)
+	}
+	audits := kafkatest.Decode[record.Audit](t, kafkatest.Drain(t, brokers, topics.Audit))
+	if len(audits) != 1 || audits[0].Action != record.ActionFileRejected || audits[0].Batch == nil || audits[0].Batch.Rejected != 3 {
+		t.Errorf("audit %+v", audits)
+	}
+
+	// The producer goes on: the next file commits.
+	res, err = in.Inject(context.Background(), File{Path: writeFile(t, "good.csv", "host,name,topic\nacme,after,jobs\n")}, converters.CSV{}, converters.Options{})
+	if err != nil || res.Outcome != Injected {
+		t.Fatalf("next file: %+v, %v", res, err)
+	}
+	if recs := kafkatest.Drain(t, brokers, topics.Input); len(recs) != 1 || string(recs[0].Key) != "acme/after" {
+		t.Errorf("input topic after the next file: %d records", len(recs))
 	}
 }

@@ -45,27 +45,31 @@ const recordExtra = 400
 // Check returns the row's problem as a *converters.RowError, or nil. Call
 // it once per valid row (r.Err nil), in file order.
 func (c *RowCheck) Check(r converters.Row) error {
+	return c.check(&r, []byte(r.Def.Key()), appendDefinition(nil, &r.Def))
+}
+
+// check is Check of a row whose command has key and value (the JSON of
+// its definition).
+func (c *RowCheck) check(r *converters.Row, key, value []byte) error {
 	if r.Def.Message != nil {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "message", Err: task.ErrMessageFromSchedules}
 	}
 	if err := c.topics.CheckTarget(r.Def.Topic); err != nil {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "topic", Value: r.Def.Topic, Err: err}
 	}
-	if v, err := json.Marshal(&r.Def); err == nil {
-		if size := len(v) + len(r.Def.Key()) + len(c.file) + recordExtra; size > c.limit.Bytes {
-			column := ""
-			if d, _ := json.Marshal(r.Def.Data); len(d) > len(v)/2 {
-				column = "data"
-			}
-			return &converters.RowError{File: c.file, Row: r.Line, Column: column,
-				Err: fmt.Errorf("task %s would be a record of %d bytes, over the %d bytes a record may have (%s)",
-					r.Def.Key(), size, c.limit.Bytes, c.limit.Source)}
+	if size := len(value) + len(key) + len(c.file) + recordExtra; size > c.limit.Bytes {
+		column := ""
+		if d, _ := json.Marshal(r.Def.Data); len(d) > len(value)/2 {
+			column = "data"
 		}
+		return &converters.RowError{File: c.file, Row: r.Line, Column: column,
+			Err: fmt.Errorf("task %s would be a record of %d bytes, over the %d bytes a record may have (%s)",
+				key, size, c.limit.Bytes, c.limit.Source)}
 	}
-	h := maphash.String(c.seed, r.Def.Key())
+	h := maphash.Bytes(c.seed, key)
 	if prev, dup := c.first[h]; dup {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "name", Value: r.Def.Name,
-			Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", r.Def.Key(), prev)}
+			Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", key, prev)}
 	}
 	c.first[h] = r.Line
 	return nil

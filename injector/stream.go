@@ -1,0 +1,392 @@
+package injector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/converters"
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// chunkRows is how many converted rows pass from the converting goroutine
+// to the producing one at a time.
+const chunkRows = 256
+
+// chunksAhead is how many chunks conversion may run ahead of producing.
+const chunksAhead = 8
+
+// errRowsRejected ends a file's transaction at its first invalid row
+// (PolicyReject), or at its end when no row was valid (PolicyGoodRows).
+var errRowsRejected = errors.New("rows rejected")
+
+// rowStream hands a file's converted rows from the goroutine that
+// converts them to the one that checks, encodes and produces them.
+type rowStream struct {
+	chunks chan []converters.Row
+	free   chan []converters.Row
+	done   chan struct{}
+	err    error // the converter's, once done is closed
+}
+
+// convertAsync converts f on a goroutine of its own.
+func convertAsync(ctx context.Context, f File, conv converters.Converter, opts converters.Options) *rowStream {
+	s := &rowStream{
+		chunks: make(chan []converters.Row, chunksAhead),
+		free:   make(chan []converters.Row, chunksAhead+2),
+		done:   make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		defer close(s.chunks)
+		chunk := make([]converters.Row, 0, chunkRows)
+		s.err = conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
+			chunk = append(chunk, r)
+			if len(chunk) == chunkRows {
+				s.chunks <- chunk
+				select {
+				case chunk = <-s.free:
+				default:
+					chunk = make([]converters.Row, 0, chunkRows)
+				}
+			}
+			return nil
+		})
+		if len(chunk) > 0 {
+			s.chunks <- chunk
+		}
+	}()
+	return s
+}
+
+// recycle hands a consumed chunk back to the converter.
+func (s *rowStream) recycle(chunk []converters.Row) {
+	clear(chunk)
+	select {
+	case s.free <- chunk[:0]:
+	default:
+	}
+}
+
+// recordArena hands out records, header slices and bytes from blocks, so
+// that a row costs a few allocations per block rather than a few of its
+// own. What it hands out is never written again: the producer owns it.
+type recordArena struct {
+	recs    []kgo.Record
+	headers []kgo.RecordHeader
+	bytes   []byte
+}
+
+const (
+	arenaRecords = 512
+	arenaBytes   = 64 << 10
+)
+
+func (a *recordArena) record() *kgo.Record {
+	if len(a.recs) == 0 {
+		a.recs = make([]kgo.Record, arenaRecords)
+	}
+	r := &a.recs[0]
+	a.recs = a.recs[1:]
+	return r
+}
+
+func (a *recordArena) headerSlice(n int) []kgo.RecordHeader {
+	if len(a.headers) < n {
+		a.headers = make([]kgo.RecordHeader, n*arenaRecords)
+	}
+	h := a.headers[:n:n]
+	a.headers = a.headers[n:]
+	return h
+}
+
+// room makes at least n bytes free in the current block.
+func (a *recordArena) room(n int) {
+	if cap(a.bytes)-len(a.bytes) < n {
+		a.bytes = make([]byte, 0, max(arenaBytes, n))
+	}
+}
+
+// take returns the bytes appended since mark as a slice of their own.
+func (a *recordArena) take(mark int) []byte {
+	return a.bytes[mark:len(a.bytes):len(a.bytes)]
+}
+
+// stream injects a file that does not sync in one pass, in one
+// transaction: its rows are converted on one goroutine while another
+// checks, encodes and produces each into the open transaction. Under
+// PolicyReject the transaction is aborted at the first invalid row and
+// the rest of the file is only read for the report; under PolicyGoodRows
+// the invalid rows are left out. The batch's audit record, with the
+// counts, is produced last, so it commits with the rows or not at all.
+func (in *Injector) stream(ctx context.Context, f File, conv converters.Converter, opts converters.Options, batch *record.Batch) (Result, error) {
+	rej := &RejectedError{File: f.Name}
+	rowCheck := NewRowCheck(f.Name, in.cfg.Topics).WithLimit(in.recordLimit(ctx))
+	cctx, cancel := context.WithCancel(ctx)
+	rows := convertAsync(cctx, f, conv, opts)
+	defer func() {
+		cancel()
+		for range rows.chunks {
+		}
+		<-rows.done
+	}()
+
+	fail := func(line string) {
+		rej.Problems++
+		if len(rej.Errors) < in.cfg.MaxErrors {
+			rej.Errors = append(rej.Errors, line)
+		}
+	}
+	src := record.Source{Batch: batch.ID, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
+	hs := sourceHeaders(src)
+	var arena recordArena
+	var value []byte
+	produced := 0
+
+	// next checks the row; when produce is not nil and the row is valid it
+	// produces its command. It reports whether the row was valid.
+	next := func(r *converters.Row, now time.Time, produce func(*kgo.Record)) bool {
+		rej.Rows++
+		for _, w := range r.Warnings {
+			if len(rej.Warnings) < record.MaxBatchErrors {
+				rej.Warnings = append(rej.Warnings, w)
+			}
+		}
+		if f.Progress != nil {
+			f.Progress()
+		}
+		if r.Err != nil {
+			errs := converters.RowErrors(r.Err)
+			for _, e := range errs {
+				fail(e.Error())
+			}
+			if len(errs) == 0 {
+				fail(r.Err.Error())
+			}
+			rej.Bad++
+			return false
+		}
+		d := &r.Def
+		arena.room(len(d.Host) + 1 + len(d.Name) + 24)
+		mark := len(arena.bytes)
+		arena.bytes = append(arena.bytes, d.Host...)
+		arena.bytes = append(arena.bytes, '/')
+		arena.bytes = append(arena.bytes, d.Name...)
+		key := arena.take(mark)
+		value = appendDefinition(value[:0], d)
+		if err := rowCheck.check(r, key, value); err != nil {
+			fail(err.Error())
+			rej.Bad++
+			return false
+		}
+		if produce == nil {
+			return true
+		}
+		mark = len(arena.bytes)
+		arena.bytes = strconv.AppendInt(arena.bytes, int64(r.Line), 10)
+		line := arena.take(mark)
+		arena.room(len(value))
+		mark = len(arena.bytes)
+		arena.bytes = append(arena.bytes, value...)
+		rec := arena.record()
+		rec.Topic, rec.Key, rec.Value, rec.Timestamp = in.cfg.Topics.Input, key, arena.take(mark), now
+		rec.Headers = arena.headerSlice(len(hs) + 1)
+		copy(rec.Headers, hs)
+		rec.Headers[len(hs)] = kgo.RecordHeader{Key: record.HeaderRow, Value: line}
+		produce(rec)
+		produced++
+		return true
+	}
+
+	var fileErr error // the file's own problem: rejects it
+	txErr := in.transactStream(ctx, f, func(produce func(*kgo.Record)) error {
+		for chunk := range rows.chunks {
+			// The command's timestamp is when it was submitted: a task
+			// with no start counts from it.
+			now := in.cfg.Now()
+			for i := range chunk {
+				if next(&chunk[i], now, produce) || f.Policy == PolicyGoodRows {
+					continue
+				}
+				for j := i + 1; j < len(chunk); j++ {
+					next(&chunk[j], now, nil)
+				}
+				rows.recycle(chunk)
+				return errRowsRejected
+			}
+			rows.recycle(chunk)
+		}
+		<-rows.done
+		if err := rows.err; err != nil {
+			fileErr = err
+			return err
+		}
+		if rej.Rows == 0 {
+			fileErr = errors.New("no rows: the file holds no job")
+			return fileErr
+		}
+		if rej.Bad >= rej.Rows {
+			return errRowsRejected
+		}
+		batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
+		_, detail := in.outcome(f, batch, rej)
+		produce(in.auditRecord(f, record.ActionFileInjected, record.OutcomeOK, batch, detail))
+		return nil
+	})
+	if errors.Is(txErr, errRowsRejected) {
+		// The rest of the file completes the report; nothing of it is
+		// produced.
+		for chunk := range rows.chunks {
+			for i := range chunk {
+				next(&chunk[i], time.Time{}, nil)
+			}
+			rows.recycle(chunk)
+		}
+		<-rows.done
+		if err := rows.err; err != nil {
+			fileErr = err
+		}
+	}
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
+	if errors.Is(txErr, errRowsRejected) || fileErr != nil {
+		rej.Err = fileErr
+		if fileErr != nil && !errors.Is(txErr, fileErr) && !errors.Is(txErr, errRowsRejected) {
+			in.log.Warn("abort rejected file", "file", f.Name, "err", txErr)
+		}
+		batch.Rejected = rej.Bad
+		batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
+		if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, batch, firstLine(rej.Error())); err != nil {
+			in.log.Error("audit rejected file", "file", f.Name, "err", err)
+		}
+		return Result{Outcome: Rejected, Batch: *batch}, rej
+	}
+	if txErr != nil {
+		if refused := refusedLines(f.Name, txErr); len(refused) > 0 {
+			// The brokers refuse some of the file's records whenever they
+			// are sent: the file's fault, not the cluster's.
+			batch.Rejected, batch.Errors = 0, nil
+			return in.refused(ctx, f, *batch, rej.Rows, refused)
+		}
+		if !errors.Is(txErr, errClosed) {
+			return Result{}, fmt.Errorf("inject %s: %w: %w", f.Name, ErrUnavailable, txErr)
+		}
+		return Result{}, fmt.Errorf("inject %s: %w", f.Name, txErr)
+	}
+	outcome, _ := in.outcome(f, batch, rej)
+	in.mu.Lock()
+	in.injected[batch.ID] = true
+	in.mu.Unlock()
+	in.log.Info("file injected", "file", f.Name, "batch", batch.ID, "rows", batch.Rows, "rejected", batch.Rejected, "produced", produced)
+	res := Result{Outcome: outcome, Batch: *batch}
+	if outcome == Partial {
+		res.Report = rej
+	}
+	return res, nil
+}
+
+// outcome says what a file's valid rows make of it, and the detail of its
+// audit event, and marks batch and rej of a partly injected file.
+func (in *Injector) outcome(f File, batch *record.Batch, rej *RejectedError) (Outcome, string) {
+	if rej.Bad == 0 {
+		return Injected, fmt.Sprintf("%d tasks injected", batch.Rows)
+	}
+	rej.Partial = true
+	batch.Rejected = rej.Bad
+	batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
+	return Partial, fmt.Sprintf("%d of %d rows injected, %d rejected (policy %s); the rejected rows are listed in %s.errors.txt beside the archived file",
+		rej.Rows-rej.Bad, rej.Rows, rej.Bad, PolicyGoodRows, f.Name)
+}
+
+// sourceHeaders are the headers every command of a file carries but its
+// row's, in the order command writes them.
+func sourceHeaders(src record.Source) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: record.HeaderActor, Value: []byte(src.Actor)},
+		{Key: record.HeaderBatch, Value: []byte(src.Batch)},
+		{Key: record.HeaderFile, Value: []byte(src.File)},
+		{Key: record.HeaderFolder, Value: []byte(src.Folder)},
+	}
+}
+
+// transactStream runs fill inside one transaction of f's records and
+// commits it. When fill fails, the records it produced are dropped
+// unsent, whatever the producer still buffers, and the transaction is
+// aborted at once.
+func (in *Injector) transactStream(ctx context.Context, f File, fill func(produce func(*kgo.Record)) error) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	cl := in.cl
+	if cl == nil {
+		return errClosed
+	}
+	defer in.progress.follow(f)()
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	var refused refusals
+	err := fill(func(r *kgo.Record) { cl.Produce(ctx, r, refused.add) })
+	if err == nil {
+		if err = cl.Flush(ctx); err == nil {
+			err = refused.err()
+		}
+	}
+	end := context.WithoutCancel(ctx)
+	if err != nil {
+		if aerr := cl.AbortBufferedRecords(end); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		if aerr := cl.EndTransaction(end, kgo.TryAbort); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return err
+	}
+	if err := cl.EndTransaction(end, kgo.TryCommit); err != nil {
+		if errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable) {
+			_ = cl.EndTransaction(end, kgo.TryAbort)
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// maxRefusals bounds the refused records one transaction's error names.
+const maxRefusals = 100
+
+// refusals collects the records the producer or the brokers refused, as
+// *kafka.RecordError (see kafka.RecordErrors).
+type refusals struct {
+	mu    sync.Mutex
+	errs  []error
+	count int
+}
+
+func (f *refusals) add(r *kgo.Record, err error) {
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count++
+	if len(f.errs) < maxRefusals {
+		f.errs = append(f.errs, &kafka.RecordError{Record: r, Err: err})
+	}
+}
+
+func (f *refusals) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.count > len(f.errs) {
+		return errors.Join(append(f.errs, fmt.Errorf("… and %d more records refused", f.count-len(f.errs)))...)
+	}
+	return errors.Join(f.errs...)
+}
