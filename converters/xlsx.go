@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,7 +81,9 @@ func (x XLSX) Convert(ctx context.Context, path string, opts Options, emit func(
 	}
 	var f *excelize.File
 	err := guard(file, func() (err error) {
-		f, err = excelize.OpenFile(path, excelize.Options{UnzipSizeLimit: total, UnzipXMLSizeLimit: part})
+		// Cells are read raw: as stored, not through their number format
+		// (which would turn 15 into "15.00" or a date into "03-01-26").
+		f, err = excelize.OpenFile(path, excelize.Options{UnzipSizeLimit: total, UnzipXMLSizeLimit: part, RawCellValue: true})
 		return err
 	})
 	if f != nil {
@@ -119,26 +122,14 @@ func (x XLSX) Convert(ctx context.Context, path string, opts Options, emit func(
 		return fmt.Errorf("%s: sheet %q: %w", file, sheet, err)
 	}
 	defer rows.Close()
-	// next reads one row, raw: as stored, not through its number format
-	// (which would turn 15 into "15.00" or a date into "03-01-26").
-	next := func() (cells []string, ok bool, err error) {
-		err = guard(file, func() error {
-			if ok = rows.Next(); !ok {
-				return rows.Error()
-			}
-			var cerr error
-			cells, cerr = rows.Columns(excelize.Options{RawCellValue: true})
-			return cerr
-		})
-		return cells, ok, err
-	}
+	sr := sheetRows{rows: rows}
 
 	header := opts.XLSX.HeaderRow
 	nameHeaders := headerNames(opts.Mapping)
 	rowNum := 0 // the Excel row number of the last row read
 	read := func() ([]string, bool, error) {
 		rowNum++
-		return next()
+		return sr.next()
 	}
 	noHeader := func() error {
 		return fmt.Errorf("%s: sheet %q: no header row: none of the first %d rows has a %s column; add a header row naming the columns (%s), map a column to name, or set xlsx.header_row",
@@ -176,7 +167,8 @@ func (x XLSX) Convert(ctx context.Context, path string, opts Options, emit func(
 		}
 	}
 
-	dateCols := []int{cols.at[kindStart], cols.at[kindEnd]}
+	dateCols := [...]int{cols.at[kindStart], cols.at[kindEnd]}
+	var cells []Cell
 	n := 0
 	for {
 		if rowNum%64 == 0 {
@@ -194,7 +186,9 @@ func (x XLSX) Convert(ctx context.Context, path string, opts Options, emit func(
 		if blank(texts) {
 			continue
 		}
-		cells := make([]Cell, len(texts))
+		// The cells of a row are not kept past emit (Cells copies what it
+		// needs), so one slice serves every row.
+		cells = slices.Grow(cells[:0], len(texts))[:len(texts)]
 		for i, t := range texts {
 			cells[i] = Cell{Text: cleanNumber(t)}
 		}
@@ -219,10 +213,36 @@ func (x XLSX) Convert(ctx context.Context, path string, opts Options, emit func(
 func guard(file string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("the Excel reader failed on malformed content (%v)", r)
+			err = malformed(r)
 		}
 	}()
 	return fn()
+}
+
+// malformed is the error of a panic in the Excel reader.
+func malformed(r any) error {
+	return fmt.Errorf("the Excel reader failed on malformed content (%v)", r)
+}
+
+// sheetRows reads a sheet one row at a time, guarded as guard does, without
+// a closure per row.
+type sheetRows struct {
+	rows *excelize.Rows
+}
+
+// next reads one row's cells, raw (the file is opened with RawCellValue).
+// ok is false at the end of the sheet.
+func (s *sheetRows) next() (cells []string, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = malformed(r)
+		}
+	}()
+	if !s.rows.Next() {
+		return nil, false, s.rows.Error()
+	}
+	cells, err = s.rows.Columns()
+	return cells, true, err
 }
 
 // checkZip refuses a workbook whose parts unpack beyond the limits, from
@@ -283,7 +303,7 @@ func isHeader(cells []string, names []string) bool {
 // not "15.000000"; "0.3", not "0.30000000000000004"). Other text is
 // returned as is.
 func cleanNumber(s string) string {
-	if s == "" || !looksNumeric(s) {
+	if s == "" || !looksNumeric(s) || plainInteger(s) {
 		return s
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -301,6 +321,25 @@ func cleanNumber(s string) string {
 		out = strings.TrimRight(strings.TrimRight(out, "0"), ".")
 	}
 	return out
+}
+
+// plainInteger is true for an integer already written as cleanNumber
+// writes it: up to 15 digits, no sign but a minus, no leading zero, not
+// "-0".
+func plainInteger(s string) bool {
+	digits := s
+	if digits != "" && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 || (digits[0] == '0' && (len(digits) > 1 || len(s) > 1)) {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // looksNumeric is true for the text of a stored number: digits with an
