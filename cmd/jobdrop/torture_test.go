@@ -324,7 +324,14 @@ func (tt *tortured) at(sub, name string) {
 	})
 }
 
-func (tt *tortured) claimed(name string)  { tt.t.Helper(); tt.at(".processing", name) }
+// claimed returns once name has left the inbox: in .processing/, or
+// already further when it was taken and injected between two looks (a
+// file renamed in is taken at once).
+func (tt *tortured) claimed(name string) {
+	tt.t.Helper()
+	kafkatest.Eventually(tt.t, 3*time.Minute, name+" claimed", func() bool { return tt.where(name) != "inbox" })
+}
+
 func (tt *tortured) archived(name string) { tt.t.Helper(); tt.at("archive", name) }
 
 // where says where a file is.
