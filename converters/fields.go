@@ -115,6 +115,11 @@ type Columns struct {
 	// dialect is the folder's cron dialect (Options.CronDialect); auto
 	// when the folder does not state one.
 	dialect task.Dialect
+	// dataKeys counts the data.<key> columns.
+	dataKeys int
+	// trimmed holds the row being converted's cells without surrounding
+	// spaces, read once.
+	trimmed []string
 }
 
 // NewColumns reads a header row. file is the base name of the file and line
@@ -187,6 +192,8 @@ func NewColumns(file string, line int, header []string, opts Options) (*Columns,
 			seen[feeds] = i
 			if k != kindDataKey {
 				c.at[k] = i
+			} else {
+				c.dataKeys++
 			}
 		}
 		c.cols = append(c.cols, col)
@@ -365,14 +372,20 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 	b := &rowBuilder{c: c, line: line, n: n, cell: cell}
 	var d task.Definition
 
+	if cap(c.trimmed) < n {
+		c.trimmed = make([]string, n)
+	}
+	c.trimmed = c.trimmed[:n]
+	defer clear(c.trimmed)
 	for i := range n {
 		v := cell(i).Text
+		c.trimmed[i] = strings.TrimSpace(v)
 		switch {
 		case i < len(c.cols) && c.cols[i].kind == kindIgnore && !c.cols[i].unnamed:
 			// Mapped to "-": whatever it holds is not ours to judge.
 		case !utf8.ValidString(v):
 			b.fail(i, v, errors.New("is not valid UTF-8 text; "+notUTF8Hint))
-		case strings.TrimSpace(v) == "":
+		case c.trimmed[i] == "":
 		case i >= len(c.cols):
 			b.fail(i, v, fmt.Errorf("value beyond the last column (the header has %d columns)", len(c.cols)))
 		case c.cols[i].unnamed:
@@ -494,7 +507,7 @@ func (b *rowBuilder) raw(k kind) (string, int) {
 	if i < 0 || i >= b.n {
 		return "", i
 	}
-	return strings.TrimSpace(b.cell(i).Text), i
+	return b.c.trimmed[i], i
 }
 
 // text is the column's text, or def when the cell is empty.
@@ -712,13 +725,14 @@ func allDigits(s string) bool {
 // can be assumed to be the one meant.
 func (b *rowBuilder) data() map[string]string {
 	var out map[string]string
-	fromObject := map[string]bool{}
+	var fromObject map[string]bool
 	if text, i := b.raw(kindData); text != "" && !b.failed(i) {
 		m, err := parseData(text)
 		if err != nil {
 			b.fail(i, text, err)
-		} else {
+		} else if m != nil {
 			out = m
+			fromObject = make(map[string]bool, len(m))
 			for k := range m {
 				fromObject[k] = true
 			}
@@ -728,7 +742,7 @@ func (b *rowBuilder) data() map[string]string {
 		if col.kind != kindDataKey || i >= b.n || b.failed(i) {
 			continue
 		}
-		v := strings.TrimSpace(b.cell(i).Text)
+		v := b.c.trimmed[i]
 		if v == "" {
 			continue
 		}
@@ -737,7 +751,7 @@ func (b *rowBuilder) data() map[string]string {
 			continue
 		}
 		if out == nil {
-			out = map[string]string{}
+			out = make(map[string]string, b.c.dataKeys)
 		}
 		out[col.key] = v
 	}
@@ -748,6 +762,9 @@ func (b *rowBuilder) data() map[string]string {
 // booleans are taken as written ({"retries": 3} gives "3"), since a person
 // writing JSON by hand rarely quotes them.
 func parseData(s string) (map[string]string, error) {
+	if m, ok := parseFlatData(s); ok {
+		return m, nil
+	}
 	const want = `must be a JSON object of strings such as {"team":"ops"}`
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -782,6 +799,33 @@ func parseData(s string) (map[string]string, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// parseFlatData is parseData of the common object: valid, not empty,
+// every key plain and every value a plain string, a number or a boolean.
+// ok is false for anything else, which parseData reads with encoding/json.
+func parseFlatData(s string) (map[string]string, bool) {
+	var small [8]field
+	fields, ok := scanObject([]byte(s), small[:0])
+	if !ok || len(fields) == 0 {
+		return nil, false
+	}
+	out := make(map[string]string, len(fields))
+	for _, f := range fields {
+		switch c := f.value[0]; {
+		case c == '"':
+			v, ok := plainString(f.value)
+			if !ok {
+				return nil, false
+			}
+			out[f.name] = v
+		case c == 't' || c == 'f' || c == '-' || '0' <= c && c <= '9':
+			out[f.name] = string(f.value) // a number as written
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // clip shortens a value for an error message, so a huge cell does not make

@@ -63,7 +63,7 @@ func (j JSON) ConvertReader(ctx context.Context, file string, r io.Reader, opts 
 	case err != nil:
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	conv := &jsonRows{file: file, opts: opts, cache: map[string]*Columns{}}
+	conv := &jsonRows{file: file, opts: opts, cache: map[string]*Columns{}, names: map[string]string{}, known: map[string]classifiedField{}}
 	conv.mapping, _ = normalizeMapping(opts.Mapping)
 	var n int
 	switch first {
@@ -106,6 +106,14 @@ type jsonRows struct {
 	// cache holds the Columns of each set of field names seen, as the
 	// objects of one file mostly share theirs.
 	cache map[string]*Columns
+	// names interns field names; known caches what each name feeds.
+	names map[string]string
+	known map[string]classifiedField
+	// fields, header, cells and sig are reused from row to row.
+	fields []field
+	header []string
+	cells  []Cell
+	sig    []byte
 }
 
 // array reads a JSON array one element at a time.
@@ -190,6 +198,16 @@ func (c *jsonRows) lines(ctx context.Context, br *bufio.Reader, max int64, emit 
 		if len(text) == 0 {
 			continue
 		}
+		if fields, ok := scanObjectNames(text, c.fields[:0], c.names); ok {
+			c.fields = fields
+			n++
+			row := c.row(line, fields)
+			clear(fields)
+			if err := emit(row); err != nil {
+				return n, err
+			}
+			continue
+		}
 		dec := json.NewDecoder(bytes.NewReader(text))
 		dec.UseNumber()
 		fields, err := readObject(dec)
@@ -221,9 +239,19 @@ func (c *jsonRows) lines(ctx context.Context, br *bufio.Reader, max int64, emit 
 	}
 }
 
-// readLine reads one line without its end, failing past max bytes.
+// readLine reads one line, failing past max bytes. The line is valid
+// until the next read of br.
 func readLine(br *bufio.Reader, max int64) ([]byte, error) {
-	var line []byte
+	frag, err := br.ReadSlice('\n')
+	switch {
+	case int64(len(frag)) > max:
+		return nil, errRecordTooLong
+	case err == nil || err == io.EOF && len(frag) > 0:
+		return frag, nil
+	case err != bufio.ErrBufferFull:
+		return nil, err
+	}
+	line := append([]byte(nil), frag...)
 	for {
 		frag, err := br.ReadSlice('\n')
 		if int64(len(line)+len(frag)) > max {
@@ -293,29 +321,35 @@ var jsonOnlyFields = append([]string{"frequency"}, extensionFields...)
 
 // row converts one object.
 func (c *jsonRows) row(line int, fields []field) Row {
-	var header []string
-	var cells []Cell
+	header, cells := c.header[:0], c.cells[:0]
+	defer func() {
+		clear(cells)
+		c.header, c.cells = header[:0], cells[:0]
+	}()
 	var errs []error
-	var ext task.Definition
-	extSet := map[string]bool{}
+	var ext *task.Definition // the extensions, once one is met
+	var extSet map[string]bool
 	fail := func(name, value string, err error) {
 		errs = append(errs, &RowError{File: c.file, Row: line, Column: name, Value: clip(value), Err: err})
 	}
 	for _, f := range fields {
 		raw := bytes.TrimSpace(f.value)
-		target := f.name
-		if to, ok := c.mapping[strings.ToLower(strings.TrimSpace(f.name))]; ok {
-			target = to
-		}
-		switch {
-		case isExtension(target):
-			if err := decodeExtension(strings.ToLower(target), raw, &ext); err != nil {
+		target, class := c.classify(f.name)
+		switch class {
+		case fieldExtension:
+			if ext == nil {
+				ext = &task.Definition{}
+			}
+			if err := decodeExtension(strings.ToLower(target), raw, ext); err != nil {
 				fail(f.name, string(raw), err)
+			}
+			if extSet == nil {
+				extSet = map[string]bool{}
 			}
 			extSet[strings.ToLower(target)] = true
 			continue
-		case strings.EqualFold(target, "frequency"):
-			unit, every, err := frequencyObject(raw)
+		case fieldFrequency:
+			unit, every, err := frequencyObject(raw, c.names)
 			if err != nil {
 				fail(f.name, string(raw), err)
 				continue
@@ -325,18 +359,16 @@ func (c *jsonRows) row(line int, fields []field) Row {
 				cells = append(cells, Cell{Text: unit}, Cell{Text: every})
 			}
 			continue
-		}
-		if strings.TrimSpace(target) == ignore {
+		case fieldIgnored:
 			continue
-		}
-		if _, _, err := parseTarget(target); err != nil {
+		case fieldUnknown:
 			// Said here rather than by the columns, which know nothing of
 			// the fields only JSON has, and before the value is read: the
 			// name is what is wrong.
 			fail(f.name, "", unknownColumn(f.name, jsonOnlyFields...))
 			continue
 		}
-		text, err := scalarText(raw, strings.EqualFold(target, "data"))
+		text, err := scalarText(raw, class == fieldData)
 		if err != nil {
 			fail(f.name, string(raw), err)
 			continue
@@ -348,15 +380,21 @@ func (c *jsonRows) row(line int, fields []field) Row {
 		return Row{Line: line, Err: joinRowErrors(errs)}
 	}
 
-	sig := strings.Join(header, "\x00")
-	cols, ok := c.cache[sig]
+	c.sig = c.sig[:0]
+	for i, h := range header {
+		if i > 0 {
+			c.sig = append(c.sig, 0)
+		}
+		c.sig = append(c.sig, h...)
+	}
+	cols, ok := c.cache[string(c.sig)]
 	if !ok {
 		var err error
 		if cols, err = NewColumns(c.file, line, header, c.opts); err != nil {
 			return Row{Line: line, Err: err}
 		}
 		if len(c.cache) < 64 {
-			c.cache[sig] = cols
+			c.cache[string(c.sig)] = cols
 		}
 	}
 	row := cols.Cells(line, cells)
@@ -371,6 +409,56 @@ func (c *jsonRows) row(line int, fields []field) Row {
 		row.Err = joinRowErrors(errs)
 	}
 	return row
+}
+
+// fieldClass is what a field of a JSON object feeds.
+type fieldClass uint8
+
+const (
+	fieldColumn fieldClass = iota
+	fieldData              // the data column: an object is welcome
+	fieldExtension
+	fieldFrequency
+	fieldIgnored
+	fieldUnknown
+)
+
+// classifiedField is a field name's target after the folder's mapping and
+// what it feeds.
+type classifiedField struct {
+	target string
+	class  fieldClass
+}
+
+// classify says what the field name feeds, after the folder's mapping,
+// once per name of the file.
+func (c *jsonRows) classify(name string) (string, fieldClass) {
+	if k, ok := c.known[name]; ok {
+		return k.target, k.class
+	}
+	target := name
+	if to, ok := c.mapping[strings.ToLower(strings.TrimSpace(name))]; ok {
+		target = to
+	}
+	class := fieldColumn
+	switch {
+	case isExtension(target):
+		class = fieldExtension
+	case strings.EqualFold(target, "frequency"):
+		class = fieldFrequency
+	case strings.TrimSpace(target) == ignore:
+		class = fieldIgnored
+	default:
+		if _, _, err := parseTarget(target); err != nil {
+			class = fieldUnknown
+		} else if strings.EqualFold(target, "data") {
+			class = fieldData
+		}
+	}
+	if len(c.known) < maxNames {
+		c.known[name] = classifiedField{target, class}
+	}
+	return target, class
 }
 
 func joinRowErrors(errs []error) error {
@@ -419,13 +507,34 @@ func decodeExtension(name string, raw []byte, d *task.Definition) error {
 }
 
 // frequencyObject reads light-scheduler's {"timeUnit": …, "time": …}.
-func frequencyObject(raw []byte) (unit, every string, err error) {
+// names, when not nil, interns the field names read (see scanObjectNames).
+func frequencyObject(raw []byte, names map[string]string) (unit, every string, err error) {
 	const want = `must be an object {"timeUnit": "MINUTES", "time": 5} or null`
 	if string(raw) == "null" {
 		return "", "", nil
 	}
 	if len(raw) == 0 || raw[0] != '{' {
 		return "", "", errors.New(want)
+	}
+	var small [4]field
+	if fields, ok := scanObjectNames(raw, small[:0], names); ok {
+		for _, f := range fields {
+			text, err := scalarText(f.value, false)
+			switch {
+			case err != nil:
+				ok = false
+			case strings.EqualFold(f.name, "timeUnit"):
+				unit = text
+			case strings.EqualFold(f.name, "time"):
+				every = text
+			default:
+				ok = false
+			}
+		}
+		if ok && unit != "" && every != "" {
+			return unit, every, nil
+		}
+		unit, every = "", ""
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -459,6 +568,9 @@ func scalarText(raw []byte, object bool) (string, error) {
 	}
 	switch raw[0] {
 	case '"':
+		if s, ok := plainString(raw); ok {
+			return s, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", err
@@ -478,4 +590,263 @@ func scalarText(raw []byte, object bool) (string, error) {
 		return "", errors.New(`must be a JSON object of strings such as {"team":"ops"}`)
 	}
 	return "", errors.New("must be a string, number or boolean, not an object or array")
+}
+
+// The fast reading of JSON job lists: most objects are flat, with plain
+// strings, numbers and a small data object, and reading them with
+// encoding/json's reflection and its decoder's scanner costs most of a
+// row's conversion. scanObject reads such an object by hand; whatever it
+// is not sure of (escaped field names, deep nesting, anything invalid)
+// it leaves to encoding/json, which says what is wrong.
+
+// maxScanDepth bounds the nesting scanObject follows before it leaves the
+// object to encoding/json.
+const maxScanDepth = 64
+
+// scanObject reads text, one whole JSON object and nothing else but white
+// space, into its fields in order, as readObject would. ok is false when
+// the object is not plain enough or not valid: the caller then reads it
+// with encoding/json.
+func scanObject(text []byte, fields []field) (_ []field, ok bool) {
+	return scanObjectNames(text, fields, nil)
+}
+
+// maxNames bounds the field names a nameCache keeps.
+const maxNames = 256
+
+// scanObjectNames is scanObject taking field names from names, and
+// keeping new ones there, so that the names objects share are allocated
+// once; names may be nil.
+func scanObjectNames(text []byte, fields []field, names map[string]string) (_ []field, ok bool) {
+	i := skipSpace(text, 0)
+	if i >= len(text) || text[i] != '{' {
+		return fields, false
+	}
+	i = skipSpace(text, i+1)
+	if i < len(text) && text[i] == '}' {
+		return fields, skipSpace(text, i+1) == len(text)
+	}
+	for {
+		if i >= len(text) || text[i] != '"' {
+			return fields, false
+		}
+		end, plain := scanString(text, i)
+		if end < 0 || !plain {
+			return fields, false
+		}
+		name := text[i+1 : end-1]
+		i = skipSpace(text, end)
+		if i >= len(text) || text[i] != ':' {
+			return fields, false
+		}
+		i = skipSpace(text, i+1)
+		vend := scanValue(text, i, 0)
+		if vend < 0 {
+			return fields, false
+		}
+		var f field
+		if n, ok := names[string(name)]; ok {
+			f.name = n
+		} else {
+			f.name = string(name)
+			if names != nil && len(names) < maxNames {
+				names[f.name] = f.name
+			}
+		}
+		f.value = text[i:vend]
+		fields = append(fields, f)
+		i = skipSpace(text, vend)
+		if i >= len(text) {
+			return fields, false
+		}
+		switch text[i] {
+		case ',':
+			i = skipSpace(text, i+1)
+		case '}':
+			return fields, skipSpace(text, i+1) == len(text)
+		default:
+			return fields, false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// scanString checks the JSON string starting at b[i] (a quote) and returns
+// the index after its closing quote, or -1 when it is not valid. plain
+// says it holds neither escapes nor bytes outside ASCII, so that its
+// bytes between the quotes are its value.
+func scanString(b []byte, i int) (end int, plain bool) {
+	plain = true
+	for i++; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, plain
+		case c < 0x20:
+			return -1, false
+		case c >= 0x80:
+			plain = false
+		case c == '\\':
+			plain = false
+			i++
+			if i >= len(b) {
+				return -1, false
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) {
+					return -1, false
+				}
+				for _, h := range b[i+1 : i+5] {
+					if !isHex(h) {
+						return -1, false
+					}
+				}
+				i += 4
+			default:
+				return -1, false
+			}
+		}
+	}
+	return -1, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// scanValue checks the JSON value starting at b[i] and returns the index
+// after it, or -1 when it is not valid (or nested deeper than
+// maxScanDepth).
+func scanValue(b []byte, i, depth int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _ := scanString(b, i)
+		return end
+	case c == '{' || c == '[':
+		if depth >= maxScanDepth {
+			return -1
+		}
+		close := byte('}')
+		if c == '[' {
+			close = ']'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == close {
+			return i + 1
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return -1
+				}
+				if i, _ = scanString(b, i); i < 0 {
+					return -1
+				}
+				if i = skipSpace(b, i); i >= len(b) || b[i] != ':' {
+					return -1
+				}
+				i = skipSpace(b, i+1)
+			}
+			if i = scanValue(b, i, depth+1); i < 0 {
+				return -1
+			}
+			if i = skipSpace(b, i); i >= len(b) {
+				return -1
+			}
+			switch b[i] {
+			case ',':
+				i = skipSpace(b, i+1)
+			case close:
+				return i + 1
+			default:
+				return -1
+			}
+		}
+	case c == '-' || '0' <= c && c <= '9':
+		return scanNumber(b, i)
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	}
+	return -1
+}
+
+func scanLiteral(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// scanNumber checks a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return -1
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return -1
+		}
+	}
+	return i
+}
+
+// plainString is the value of a JSON string token raw (quotes included)
+// when it holds no escape and only ASCII, so its bytes are its value.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	end, plain := scanString(raw, 0)
+	if end != len(raw) || !plain {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
 }

@@ -169,7 +169,7 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 		// A large file may take minutes to produce.
 		kgo.TransactionTimeout(5 * time.Minute),
 		kgo.ProducerBatchMaxBytes(kafka.MaxBatchBytes),
-		kgo.MaxBufferedRecords(100_000),
+		kgo.MaxBufferedRecords(20_000),
 	}, cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

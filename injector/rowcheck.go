@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"math"
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/internal/kafka"
@@ -22,13 +23,13 @@ type RowCheck struct {
 	topics record.Topics
 	limit  kafka.RecordLimit
 	seed   maphash.Seed
-	first  map[uint64]int
+	first  keySet
 }
 
 // NewRowCheck starts the checks of the rows of file, against the record
 // limit of jobdrop's producers (WithLimit sets the brokers' own).
 func NewRowCheck(file string, topics record.Topics) *RowCheck {
-	return &RowCheck{file: file, topics: topics, limit: kafka.DefaultRecordLimit, seed: maphash.MakeSeed(), first: map[uint64]int{}}
+	return &RowCheck{file: file, topics: topics, limit: kafka.DefaultRecordLimit, seed: maphash.MakeSeed()}
 }
 
 // WithLimit makes Check refuse a task whose records would be over limit.
@@ -66,11 +67,56 @@ func (c *RowCheck) check(r *converters.Row, key, value []byte) error {
 			Err: fmt.Errorf("task %s would be a record of %d bytes, over the %d bytes a record may have (%s)",
 				key, size, c.limit.Bytes, c.limit.Source)}
 	}
-	h := maphash.Bytes(c.seed, key)
-	if prev, dup := c.first[h]; dup {
+	if prev, dup := c.first.add(maphash.Bytes(c.seed, key), r.Line); dup {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "name", Value: r.Def.Name,
 			Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", key, prev)}
 	}
-	c.first[h] = r.Line
 	return nil
+}
+
+// keySet is the set of the hashes of the task keys of a file, each with
+// the row it was first seen at: open addressing, so that looking a key up
+// costs about one cache miss in a set of millions, in 12 bytes a slot.
+type keySet struct {
+	hashes []uint64 // 0: an empty slot
+	rows   []int32
+	n      int
+}
+
+// add records hash h at row, or returns the row it was first recorded at.
+func (s *keySet) add(h uint64, row int) (first int, dup bool) {
+	if h == 0 {
+		h = 1
+	}
+	if 4*(s.n+1) > 3*len(s.hashes) {
+		s.grow()
+	}
+	mask := uint64(len(s.hashes) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.hashes[i] {
+		case h:
+			return int(s.rows[i]), true
+		case 0:
+			s.hashes[i], s.rows[i] = h, int32(min(row, math.MaxInt32))
+			s.n++
+			return 0, false
+		}
+	}
+}
+
+func (s *keySet) grow() {
+	hashes, rows := s.hashes, s.rows
+	size := max(1024, 2*len(hashes))
+	s.hashes, s.rows = make([]uint64, size), make([]int32, size)
+	mask := uint64(size - 1)
+	for j, h := range hashes {
+		if h == 0 {
+			continue
+		}
+		i := h & mask
+		for s.hashes[i] != 0 {
+			i = (i + 1) & mask
+		}
+		s.hashes[i], s.rows[i] = h, rows[j]
+	}
 }

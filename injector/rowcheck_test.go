@@ -40,3 +40,25 @@ func TestRowCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestKeySet(t *testing.T) {
+	var s keySet
+	const n = 100_000
+	for i := range n {
+		// 0 and 1 stand for the same hash (0 marks an empty slot).
+		if _, dup := s.add(uint64(i+2)*0x9E3779B97F4A7C15, i+1); dup {
+			t.Fatalf("hash %d seen before", i)
+		}
+	}
+	for i := range n {
+		if first, dup := s.add(uint64(i+2)*0x9E3779B97F4A7C15, n+i); !dup || first != i+1 {
+			t.Fatalf("hash %d: first %d, dup %v; want row %d", i, first, dup, i+1)
+		}
+	}
+	if _, dup := s.add(0, 1); dup {
+		t.Fatal("hash 0 seen before")
+	}
+	if first, dup := s.add(1, 2); !dup || first != 1 {
+		t.Fatalf("hash 1 after 0: %d %v", first, dup)
+	}
+}
