@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -229,8 +228,12 @@ func resetPeakRSS() {
 }
 
 // peakRSS is this process's resident high-water mark (VmHWM), in bytes.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func peakRSS() int64 { return vmHWM("/proc/self/status") }
+
+// vmHWM is the resident high-water mark (VmHWM) a /proc/PID/status file
+// shows, in bytes; 0 when it cannot be read.
+func vmHWM(status string) int64 {
+	b, err := os.ReadFile(status)
 	if err != nil {
 		return 0
 	}
@@ -260,13 +263,35 @@ func kcatRun(tb testing.TB, brokers []string, input string) (time.Duration, int6
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		tb.Fatalf("kcat: %v\n%s", err, stderr.String())
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("kcat: %v", err)
 	}
+	// kcat's own high-water mark, read while it runs: the rusage of a
+	// child started by os/exec reports the larger of its own and this
+	// process's (the child shares this process's memory until its exec).
+	done := make(chan struct{})
+	hwm := make(chan int64)
+	go func() {
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		var peak int64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, vmHWM(status))
+			select {
+			case <-done:
+				hwm <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err = cmd.Wait()
 	took := time.Since(start)
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss << 10
+	close(done)
+	rss := <-hwm
+	if err != nil {
+		tb.Fatalf("kcat: %v\n%s", err, stderr.String())
 	}
 	return took, rss
 }
