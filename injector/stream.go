@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/converters"
-	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
 
@@ -206,7 +203,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 	}
 
 	var fileErr error // the file's own problem: rejects it
-	txErr := in.transactStream(ctx, f, func(produce func(*kgo.Record)) error {
+	txErr := in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
 		for chunk := range rows.chunks {
 			// The command's timestamp is when it was submitted: a task
 			// with no start counts from it.
@@ -316,77 +313,4 @@ func sourceHeaders(src record.Source) []kgo.RecordHeader {
 		{Key: record.HeaderFile, Value: []byte(src.File)},
 		{Key: record.HeaderFolder, Value: []byte(src.Folder)},
 	}
-}
-
-// transactStream runs fill inside one transaction of f's records and
-// commits it. When fill fails, the records it produced are dropped
-// unsent, whatever the producer still buffers, and the transaction is
-// aborted at once.
-func (in *Injector) transactStream(ctx context.Context, f File, fill func(produce func(*kgo.Record)) error) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	cl := in.cl
-	if cl == nil {
-		return errClosed
-	}
-	defer in.progress.follow(f)()
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	var refused refusals
-	err := fill(func(r *kgo.Record) { cl.Produce(ctx, r, refused.add) })
-	if err == nil {
-		if err = cl.Flush(ctx); err == nil {
-			err = refused.err()
-		}
-	}
-	end := context.WithoutCancel(ctx)
-	if err != nil {
-		if aerr := cl.AbortBufferedRecords(end); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		if aerr := cl.EndTransaction(end, kgo.TryAbort); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		return err
-	}
-	if err := cl.EndTransaction(end, kgo.TryCommit); err != nil {
-		if errors.Is(err, kerr.OperationNotAttempted) || errors.Is(err, kerr.TransactionAbortable) {
-			_ = cl.EndTransaction(end, kgo.TryAbort)
-		}
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// maxRefusals bounds the refused records one transaction's error names.
-const maxRefusals = 100
-
-// refusals collects the records the producer or the brokers refused, as
-// *kafka.RecordError (see kafka.RecordErrors).
-type refusals struct {
-	mu    sync.Mutex
-	errs  []error
-	count int
-}
-
-func (f *refusals) add(r *kgo.Record, err error) {
-	if err == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count++
-	if len(f.errs) < maxRefusals {
-		f.errs = append(f.errs, &kafka.RecordError{Record: r, Err: err})
-	}
-}
-
-func (f *refusals) err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.count > len(f.errs) {
-		return errors.Join(append(f.errs, fmt.Errorf("… and %d more records refused", f.count-len(f.errs)))...)
-	}
-	return errors.Join(f.errs...)
 }

@@ -31,11 +31,12 @@ func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.R
 	var refused refusals
 	produce := func(r *kgo.Record) { cl.Produce(ctx, r, refused.add) }
 	err := fill(produce)
-	if ferr := cl.Flush(ctx); err == nil {
-		err = ferr
-	}
 	if err == nil {
-		err = refused.err()
+		// A failed fill is not flushed: what it produced is dropped unsent
+		// with the rest of the buffer, and the transaction aborted at once.
+		if err = cl.Flush(ctx); err == nil {
+			err = refused.err()
+		}
 	}
 	if err == nil && beforeCommit != nil {
 		if err = beforeCommit(); errors.Is(err, ErrLeaveOpen) {
