@@ -28,3 +28,10 @@ BEGIN {
 	printf "\nrename to commit, %d files of 10 rows: p50 %s ms, p99 %s ms (kcat producing each file: p50 %s ms, p99 %s ms)\n",
 		metric("drops"), metric("p50-ms"), metric("p99-ms"), metric("kcat-p50-ms"), metric("kcat-p99-ms")
 }' "$out"
+"$GO" test -run '^$' -bench BurstFromOutside -benchtime 1x -timeout 30m ./bench | tee "$out" >&2
+awk '
+function metric(name,   i) { for (i = 3; i < NF; i++) if ($(i+1) == name) return $i; return "" }
+/^BenchmarkBurstFromOutside/ {
+	printf "\nburst of %d one-shot tasks due the same second, seen by a consumer outside jobdrop: lateness p50 %s ms, p99 %s ms, max %s ms; %.0f fires/s\n",
+		metric("tasks"), metric("p50-ms"), metric("p99-ms"), metric("max-ms"), metric("fires/s")
+}' "$out"

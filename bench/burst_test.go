@@ -1,0 +1,302 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/watcher"
+)
+
+// burstTasks is the number of one-shot tasks of the full burst benchmark;
+// JOBDROP_BENCH_BURST overrides it.
+const burstTasks = 100_000
+
+// burstTopic is where the burst's tasks fire.
+const burstTopic = "burst"
+
+// burst is one measured burst: n one-shot tasks due the same second, seen
+// by a consumer outside the jobdrop process.
+type burst struct {
+	n        int
+	due      time.Time       // the second every task is due
+	injected time.Duration   // rename to the file archived, once injected; 0: not seen
+	late     []time.Duration // arrival minus due time of each first fire, sorted
+	engine   []time.Duration // firedAt minus due time, as the engine stamped it, sorted
+	last     time.Time       // arrival of the last first fire
+	dups     int             // fires beyond the first of a task
+}
+
+// buildJobdrop builds the jobdrop binary into dir and returns its path.
+func buildJobdrop(tb testing.TB, dir string) string {
+	tb.Helper()
+	bin := filepath.Join(dir, "jobdrop")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/jobdrop")
+	cmd.Dir = ".." // the module root: this package is bench/
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort returns a loopback address whose port was free a moment ago.
+func freePort(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// startJobdrop runs `jobdrop run` as its own process on the embedded
+// defaults, watching inbox, and waits for its console's /readyz. It
+// returns the embedded broker's address.
+func startJobdrop(tb testing.TB, bin, dir, inbox string) string {
+	tb.Helper()
+	broker, console := freePort(tb), freePort(tb)
+	logf, err := os.Create(filepath.Join(dir, "jobdrop.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run")
+	cmd.Env = append(os.Environ(),
+		"JOBDROP_DATA_DIR="+filepath.Join(dir, "data"),
+		"JOBDROP_KAFKA_EMBEDDED_LISTEN="+broker,
+		"JOBDROP_CONSOLE_LISTEN="+console,
+		"JOBDROP_WATCH_0_DIR="+inbox,
+		"JOBDROP_WATCH_0_DEFAULTS_TOPIC="+burstTopic,
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		logf.Close()
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			log, _ := os.ReadFile(logf.Name())
+			tb.Fatalf("jobdrop exited before ready: %v\n%s", err, log)
+		default:
+		}
+		if resp, err := http.Get("http://" + console + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return broker
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logf.Name())
+			tb.Fatalf("jobdrop not ready within a minute\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// writeBurstCSV writes n one-shot tasks all due at due.
+func writeBurstCSV(tb testing.TB, path string, n int, due time.Time) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("host,name,topic,start\n")
+	start := due.UTC().Format(time.RFC3339)
+	for i := range n {
+		fmt.Fprintf(w, "acme,burst-%07d,%s,%s\n", i, burstTopic, start)
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// measureBurst starts jobdrop as users run it, drops a file of n one-shot
+// tasks due the same second a few seconds ahead, and times every fire's
+// arrival at a read-committed consumer of its topic against its due time.
+// After the last task's first fire it keeps reading for linger, to catch
+// duplicates.
+func measureBurst(tb testing.TB, n int, linger time.Duration) burst {
+	tb.Helper()
+	dir := tb.TempDir()
+	bin := buildJobdrop(tb, dir)
+	inbox := filepath.Join(dir, "inbox")
+	if err := os.MkdirAll(inbox, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	broker := startJobdrop(tb, bin, dir, inbox)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(burstTopic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+
+	// Due time: far enough ahead for the file to be injected and its
+	// commands applied (injection runs at several hundred thousand rows a
+	// second; applying is slower), on a whole second: 3 s + 1 s per 12,500
+	// tasks, 11 s for 100,000.
+	due := time.Now().Add(3*time.Second + time.Duration(n)*time.Second/12_500).Truncate(time.Second).Add(time.Second)
+	src := filepath.Join(dir, "burst.csv")
+	writeBurstCSV(tb, src, n, due)
+	renamed := time.Now()
+	if err := os.Rename(src, filepath.Join(inbox, "burst.csv")); err != nil {
+		tb.Fatal(err)
+	}
+	b := burst{n: n, due: due}
+	var injected atomic.Int64 // rename to the file's arrival in archive/, once injected
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		for {
+			if ents, _ := os.ReadDir(filepath.Join(inbox, watcher.ArchiveDir)); len(ents) > 0 {
+				injected.Store(int64(time.Since(renamed)))
+				return
+			}
+			select {
+			case <-watchDone:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+
+	seen := make(map[string]bool, n)
+	values := make([][]byte, 0, n)
+	timeout := time.Until(due) + 5*time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var stop time.Time
+	for stop.IsZero() || time.Now().Before(stop) {
+		pctx, pcancel := ctx, context.CancelFunc(func() {})
+		if !stop.IsZero() {
+			pctx, pcancel = context.WithDeadline(ctx, stop)
+		}
+		fs := cl.PollFetches(pctx)
+		pcancel()
+		arrived := time.Now()
+		if ctx.Err() != nil {
+			if ents, _ := os.ReadDir(filepath.Join(inbox, watcher.FailedDir)); len(ents) > 0 {
+				tb.Errorf("the file was refused: %s in failed/", ents[0].Name())
+			}
+			tb.Fatalf("%d of %d tasks fired within %s of the rename", len(seen), n, timeout)
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if pctx.Err() == nil {
+				tb.Logf("fetch %s/%d: %v", t, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			name := header(r, record.HeaderFireHost) + "/" + header(r, record.HeaderFireName)
+			if seen[name] {
+				b.dups++
+				return
+			}
+			seen[name] = true
+			at, err := strconv.ParseInt(header(r, record.HeaderFireScheduled), 10, 64)
+			if err != nil {
+				tb.Fatalf("fired record of %s: scheduled at %q", name, header(r, record.HeaderFireScheduled))
+			}
+			b.late = append(b.late, arrived.Sub(time.UnixMilli(at)))
+			values = append(values, r.Value) // decoded after the burst, not to slow the reading
+			b.last = arrived
+		})
+		if len(seen) >= n && stop.IsZero() {
+			stop = time.Now().Add(linger)
+		}
+	}
+	if len(seen) != n {
+		tb.Errorf("%d distinct tasks fired, want %d", len(seen), n)
+	}
+	for _, v := range values {
+		var f record.Fired
+		if err := json.Unmarshal(v, &f); err != nil {
+			tb.Fatalf("fired record %s: %v", v, err)
+		}
+		b.engine = append(b.engine, time.Duration(f.FiredAt-f.ScheduledAt)*time.Millisecond)
+	}
+	slices.Sort(b.late)
+	slices.Sort(b.engine)
+	b.injected = time.Duration(injected.Load())
+	return b
+}
+
+// firesPerSec is the burst's throughput: its tasks over the time from
+// their due second to the last one's arrival at the consumer.
+func (b burst) firesPerSec() float64 { return float64(b.n) / b.last.Sub(b.due).Seconds() }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkBurstFromOutside runs jobdrop as its own process on the
+// embedded defaults, drops one file of 100,000 one-shot tasks all due the
+// same second (JOBDROP_BENCH_BURST overrides the count), and reports how
+// late their fires reach a read-committed consumer outside the process:
+// p50, p99 and max of arrival minus due time, and fires/s = tasks ÷ (last
+// arrival − due second).
+func BenchmarkBurstFromOutside(b *testing.B) {
+	n := rowsFromEnv("JOBDROP_BENCH_BURST", burstTasks)
+	var r burst
+	for b.Loop() {
+		r = measureBurst(b, n, 0)
+	}
+	b.ReportMetric(ms(quantile(r.late, 0.5)), "p50-ms")
+	b.ReportMetric(ms(quantile(r.late, 0.99)), "p99-ms")
+	b.ReportMetric(ms(r.late[len(r.late)-1]), "max-ms")
+	b.ReportMetric(r.firesPerSec(), "fires/s")
+	b.ReportMetric(float64(r.n), "tasks")
+	b.ReportMetric(ms(r.injected), "inject-ms")
+	b.ReportMetric(float64(r.dups), "duplicates")
+	// The engine's own stamp on each fire: how much of the lateness is
+	// before the fire's transaction, against after it (commit, fetch).
+	b.ReportMetric(ms(quantile(r.engine, 0.5)), "fired-p50-ms")
+	b.ReportMetric(ms(r.engine[len(r.engine)-1]), "fired-max-ms")
+}
+
+// TestBurstFromOutside runs the burst benchmark's measurement on 2,000
+// tasks, checking that each fires exactly once: none missing, none twice.
+func TestBurstFromOutside(t *testing.T) {
+	const n = 2_000
+	r := measureBurst(t, n, 2*time.Second)
+	if len(r.late) != n {
+		t.Errorf("%d tasks fired, want %d", len(r.late), n)
+	}
+	if r.dups != 0 {
+		t.Errorf("%d fires beyond each task's first", r.dups)
+	}
+	t.Logf("%d tasks: lateness p50 %s, p99 %s, max %s; %.0f fires/s; injected %s after the rename",
+		n, quantile(r.late, 0.5), quantile(r.late, 0.99), r.late[len(r.late)-1], r.firesPerSec(), r.injected)
+}
