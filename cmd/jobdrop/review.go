@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -53,7 +57,33 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 		f.Name = b.File // its source, whatever name held/ gave it
 		return f, folder, b, err
 	}
+	// An operator may act before the file's move to held/ is recorded:
+	// the file of the batch's name in its folder's held/ is the one when
+	// its content is the batch's.
+	if folder, ok := r.p.folders[filepath.Clean(b.Folder)]; ok && len(b.Kept) == 0 {
+		if id, err := fileSHA256(filepath.Join(folder.Dir, watcher.HeldDir, b.File)); err == nil && id == b.ID {
+			f, err := watcher.TakeHeld(folder.Dir, b.File)
+			if err == nil || !errors.Is(err, watcher.ErrNotHeld) {
+				return f, folder, b, err
+			}
+		}
+	}
 	return watcher.File{}, Folder{}, b, fmt.Errorf("file %s: %w in a folder this node watches", b.File, web.ErrNotHeld)
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path: the id of the batch
+// its content makes.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Apply injects the held file of batch id whatever it deletes.
