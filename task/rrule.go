@@ -172,25 +172,16 @@ func (r *recurrence) dates(params, value string) ([]int64, error) {
 // before the change. gap is how far the change moved the clock forward
 // when w was skipped, zero otherwise.
 func instantOf(w time.Time, loc *time.Location) (t time.Time, gap time.Duration) {
-	// The offsets a day either side: any change of offset near w lies
-	// between them.
-	_, before := w.Add(-26 * time.Hour).In(loc).Zone()
-	_, after := w.Add(26 * time.Hour).In(loc).Zone()
-	t1 := w.Add(-time.Duration(before) * time.Second)
-	t2 := w.Add(-time.Duration(after) * time.Second)
-	ok1, ok2 := naive(t1.In(loc)).Equal(w), naive(t2.In(loc)).Equal(w)
+	z := zone{loc: loc}
+	in, g := z.instants(w)
 	switch {
-	case ok1 && ok2:
-		if t2.Before(t1) {
-			return t2, 0
-		}
-		return t1, 0
-	case ok2:
-		return t2, 0
-	case ok1:
-		return t1, 0
+	case len(in) > 0:
+		return in[0], 0
+	case !g.at.IsZero():
+		return w.Add(-time.Duration(g.before) * time.Second), time.Duration(g.after-g.before) * time.Second
 	}
-	return t1, time.Duration(after-before) * time.Second
+	_, off := w.In(loc).Zone() // no zone shows no wall time but in a gap
+	return w.Add(-time.Duration(off) * time.Second), 0
 }
 
 // next is the first instance of the set strictly after after.
