@@ -128,16 +128,24 @@ func writeCSV(tb testing.TB, path string, n int) { writeCSVFrom(tb, path, 0, n) 
 // writeCSVFrom writes the job list of rows from to from+n-1.
 func writeCSVFrom(tb testing.TB, path string, from, n int) {
 	tb.Helper()
+	writeFile(tb, path, func(w *bufio.Writer) {
+		w.WriteString("host,name,action,topic,timeUnit,time,data.command\n")
+		for i := from; i < from+n; i++ {
+			d := def(i)
+			fmt.Fprintf(w, "%s,%s,%s,%s,%s,%d,%s\n", d.Host, d.Name, d.Action, d.Topic, d.Frequency.TimeUnit, d.Frequency.Time, d.Data["command"])
+		}
+	})
+}
+
+// writeFile writes path through a buffer with write.
+func writeFile(tb testing.TB, path string, write func(w *bufio.Writer)) {
+	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	w := bufio.NewWriter(f)
-	w.WriteString("host,name,action,topic,timeUnit,time,data.command\n")
-	for i := from; i < from+n; i++ {
-		d := def(i)
-		fmt.Fprintf(w, "%s,%s,%s,%s,%s,%d,%s\n", d.Host, d.Name, d.Action, d.Topic, d.Frequency.TimeUnit, d.Frequency.Time, d.Data["command"])
-	}
+	write(w)
 	if err := w.Flush(); err != nil {
 		tb.Fatal(err)
 	}
@@ -150,23 +158,14 @@ func writeCSVFrom(tb testing.TB, path string, from, n int) {
 // light-scheduler TaskDefinition of its row, as the injector writes it.
 func writeJSONL(tb testing.TB, path string, n int) {
 	tb.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := range n {
-		d := def(i)
-		v, _ := json.Marshal(&d)
-		w.Write(v)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	writeFile(tb, path, func(w *bufio.Writer) {
+		for i := range n {
+			d := def(i)
+			v, _ := json.Marshal(&d)
+			w.Write(v)
+			w.WriteByte('\n')
+		}
+	})
 }
 
 // writeXLSX writes the same job list as a workbook.
@@ -200,25 +199,16 @@ func writeXLSX(tb testing.TB, path string, n int) {
 // the same keys and the same JSON values.
 func writeKcatInput(tb testing.TB, path string, n int) {
 	tb.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	for i := range n {
-		d := def(i)
-		v, _ := json.Marshal(d)
-		w.WriteString(d.Key())
-		w.WriteByte(':')
-		w.Write(v)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	writeFile(tb, path, func(w *bufio.Writer) {
+		for i := range n {
+			d := def(i)
+			v, _ := json.Marshal(d)
+			w.WriteString(d.Key())
+			w.WriteByte(':')
+			w.Write(v)
+			w.WriteByte('\n')
+		}
+	})
 }
 
 // resetPeakRSS starts a new high-water mark of this process's memory.

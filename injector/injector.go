@@ -333,6 +333,40 @@ type RejectedError struct {
 	Partial bool
 }
 
+// fail records one problem, keeping the first max lines of them.
+func (e *RejectedError) fail(line string, max int) {
+	e.Problems++
+	if len(e.Errors) < max {
+		e.Errors = append(e.Errors, line)
+	}
+}
+
+// read counts row r of file f: the row, its first warnings, its progress
+// and, when it is invalid, each of its problems. It reports whether r is
+// invalid.
+func (e *RejectedError) read(r *converters.Row, f File, max int) (invalid bool) {
+	e.Rows++
+	for _, w := range r.Warnings {
+		if len(e.Warnings) < record.MaxBatchErrors {
+			e.Warnings = append(e.Warnings, w)
+		}
+	}
+	if f.Progress != nil {
+		f.Progress()
+	}
+	if r.Err == nil {
+		return false
+	}
+	errs := converters.RowErrors(r.Err)
+	for _, re := range errs {
+		e.fail(re.Error(), max)
+	}
+	if len(errs) == 0 {
+		e.fail(r.Err.Error(), max)
+	}
+	return true
+}
+
 // RowLines lists the problems: the file's own, then one per bad row.
 func (e *RejectedError) RowLines() []string {
 	var out []string
@@ -691,31 +725,10 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	skip := map[int]struct{}{}
 	keep := true
 	rowCheck := NewRowCheck(f.Name, in.cfg.Topics).WithLimit(in.recordLimit(ctx))
-	fail := func(line string) {
-		rej.Problems++
-		if len(rej.Errors) < in.cfg.MaxErrors {
-			rej.Errors = append(rej.Errors, line)
-		}
-	}
+	fail := func(line string) { rej.fail(line, in.cfg.MaxErrors) }
 	err := conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
-		rej.Rows++
 		pace.row(ctx)
-		for _, w := range r.Warnings {
-			if len(rej.Warnings) < record.MaxBatchErrors {
-				rej.Warnings = append(rej.Warnings, w)
-			}
-		}
-		if f.Progress != nil {
-			f.Progress()
-		}
-		if r.Err != nil {
-			errs := converters.RowErrors(r.Err)
-			for _, e := range errs {
-				fail(e.Error())
-			}
-			if len(errs) == 0 {
-				fail(r.Err.Error())
-			}
+		if rej.read(&r, f, in.cfg.MaxErrors) {
 			skip[r.Line] = struct{}{}
 			if sync != nil {
 				sync.add(r, false)

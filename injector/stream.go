@@ -135,12 +135,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 		<-rows.done
 	}()
 
-	fail := func(line string) {
-		rej.Problems++
-		if len(rej.Errors) < in.cfg.MaxErrors {
-			rej.Errors = append(rej.Errors, line)
-		}
-	}
+	fail := func(line string) { rej.fail(line, in.cfg.MaxErrors) }
 	src := record.Source{Batch: batch.ID, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	hs := sourceHeaders(src)
 	var arena recordArena
@@ -150,23 +145,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 	// next checks the row; when produce is not nil and the row is valid it
 	// produces its command. It reports whether the row was valid.
 	next := func(r *converters.Row, now time.Time, produce func(*kgo.Record)) bool {
-		rej.Rows++
-		for _, w := range r.Warnings {
-			if len(rej.Warnings) < record.MaxBatchErrors {
-				rej.Warnings = append(rej.Warnings, w)
-			}
-		}
-		if f.Progress != nil {
-			f.Progress()
-		}
-		if r.Err != nil {
-			errs := converters.RowErrors(r.Err)
-			for _, e := range errs {
-				fail(e.Error())
-			}
-			if len(errs) == 0 {
-				fail(r.Err.Error())
-			}
+		if rej.read(r, f, in.cfg.MaxErrors) {
 			rej.Bad++
 			return false
 		}
