@@ -502,7 +502,7 @@ func (s *Server) auditEvent(r *http.Request, action, actor, object, outcome, det
 		Batch:   b,
 	})
 	if err != nil {
-		s.log.Error("audit", "action", action, "path", r.URL.Path, "error", err)
+		s.log.Error("audit", "action", action, "path", r.URL.Path, "err", err)
 		return ""
 	}
 	return id

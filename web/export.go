@@ -187,7 +187,7 @@ func (s *Server) attach(w http.ResponseWriter, rep report, ext, contentType stri
 // it short: its status is sent, so no status can say so any more.
 func (s *Server) abortAnswer(r *http.Request, what string, err error) {
 	if err != nil && r.Context().Err() == nil {
-		s.log.Error(what, "error", err)
+		s.log.Error(what, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 }

@@ -246,7 +246,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil && !errors.Is(err, io.EOF):
 		if r.Context().Err() == nil && !isClientError(err) {
-			s.log.Error("stage upload", "file", m.Name, "error", err)
+			s.log.Error("stage upload", "file", m.Name, "err", err)
 			problem(http.StatusInternalServerError, "The file could not be stored; see the server log.")
 			return
 		}
@@ -288,7 +288,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, fs.ErrExist) {
 			status, m.Problem = http.StatusConflict, "A file named "+m.Name+" is waiting in the folder already."
 		} else {
-			s.log.Error("drop upload", "file", m.Name, "error", err)
+			s.log.Error("drop upload", "file", m.Name, "err", err)
 		}
 		s.page(w, r, status, "Upload", "upload", uploadView(m))
 		return
@@ -383,14 +383,14 @@ func (s *Server) dryRun(r *http.Request, staged string, m *uploadModel) {
 	// that what the converter says names the file the user sent.
 	dir, err := os.MkdirTemp(s.cfg.UploadDir, ".dryrun-")
 	if err != nil {
-		s.log.Error("stage dry run", "file", m.Name, "error", err)
+		s.log.Error("stage dry run", "file", m.Name, "err", err)
 		m.Problem = "The file could not be stored; see the server log."
 		return
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, m.Name)
 	if err := os.Rename(staged, path); err != nil {
-		s.log.Error("stage dry run", "file", m.Name, "error", err)
+		s.log.Error("stage dry run", "file", m.Name, "err", err)
 		m.Problem = "The file could not be stored; see the server log."
 		return
 	}

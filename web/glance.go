@@ -124,7 +124,7 @@ func (s *Server) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			s.log.Error("compute the dashboard's timeline and charts", "error", err)
+			s.log.Error("compute the dashboard's timeline and charts", "err", err)
 		}
 		rest := max(glanceRest, glanceShare*time.Since(started))
 		now := s.now()

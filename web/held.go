@@ -75,7 +75,7 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 			if r.Context().Err() != nil {
 				return
 			}
-			s.log.Error("decide held file", "batch", id, "apply", apply, "error", err)
+			s.log.Error("decide held file", "batch", id, "apply", apply, "err", err)
 			s.writeJSONError(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
@@ -132,7 +132,7 @@ func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
 		case isTooLarge(err):
 			s.writeJSONError(w, http.StatusRequestEntityTooLarge, "the file is too large: at most "+byteSize(maxUpload))
 		case r.Context().Err() == nil:
-			s.log.Error("stage diff", "file", name, "error", err)
+			s.log.Error("stage diff", "file", name, "err", err)
 			s.writeJSONError(w, http.StatusInternalServerError, "the file could not be stored; see the server log")
 		}
 		return

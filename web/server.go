@@ -323,7 +323,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title 
 	}
 	r = withZone(r)
 	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, notice, zoneOf(r.Context()), r.URL.RequestURI(), view).Render(r.Context(), &buf); err != nil {
-		s.log.Error("render page", "path", r.URL.Path, "error", err)
+		s.log.Error("render page", "path", r.URL.Path, "err", err)
 		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
 		return
 	}
@@ -346,7 +346,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		return // the client went away
 	}
-	s.log.Error("read console data", "path", r.URL.Path, "error", err)
+	s.log.Error("read console data", "path", r.URL.Path, "err", err)
 	s.page(w, r, http.StatusInternalServerError, "Error", "", messageView("Something went wrong", "The data for this page could not be read; the error is in the server log."))
 }
 
@@ -370,7 +370,7 @@ func (h notFoundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		s.log.Error("encode API answer", "path", r.URL.Path, "error", err)
+		s.log.Error("encode API answer", "path", r.URL.Path, "err", err)
 		s.writeJSONError(w, http.StatusInternalServerError, "internal error")
 		return
 	}
@@ -397,6 +397,6 @@ func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		return
 	}
-	s.log.Error("read API data", "path", r.URL.Path, "error", err)
+	s.log.Error("read API data", "path", r.URL.Path, "err", err)
 	s.writeJSONError(w, http.StatusInternalServerError, "internal error: see the server log")
 }

@@ -116,7 +116,7 @@ func (s *Server) sendFailed(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		return
 	}
-	s.log.Error("send command", "path", r.URL.Path, "error", err)
+	s.log.Error("send command", "path", r.URL.Path, "err", err)
 	s.writeJSONError(w, http.StatusServiceUnavailable, "the command could not be committed to Kafka; see the server log")
 }
 
