@@ -2,47 +2,34 @@ package web
 
 import (
 	"context"
-	"encoding/csv"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/report"
 )
 
-// report is a table exported whole, in CSV or as a sheet, one row at a
-// time however long it is.
-type report struct {
-	name   string // in the file name and, capitalised, the sheet's: "audit"
-	header []string
-	// loc is the zone of its times: CSV writes them in RFC 3339 with
-	// its offset, a sheet as dates of its wall clock.
-	loc *time.Location
-	// each calls row with every row of the report, in order.
-	each func(ctx context.Context, row func([]cell) error) error
-	// cut says, in the last row of a sheet that is full, which rows are
-	// left out, after the last row written.
-	cut func(last []cell) string
-}
+// sheetRows is the most rows an exported sheet is given (a variable so
+// that tests can reach it).
+var sheetRows = report.MaxSheetRows
 
 // auditReport is the audit trail the filters select, oldest first.
-func (s *Server) auditReport(f storetype.AuditFilter) report {
-	rep := report{
-		name:   "audit",
-		header: []string{"at", "actor", "action", "object", "outcome", "detail", "batch", "id"},
-		loc:    time.UTC,
-		each: func(ctx context.Context, row func([]cell) error) error {
+func (s *Server) auditReport(f storetype.AuditFilter) report.Report {
+	rep := report.Report{
+		Name:   "audit",
+		Header: []string{"at", "actor", "action", "object", "outcome", "detail", "batch", "id"},
+		Loc:    time.UTC,
+		Each: func(ctx context.Context, row func([]report.Cell) error) error {
 			return s.src.EachAudit(ctx, f, func(a storetype.AuditEvent) error {
-				return row([]cell{when(&a.At), text(a.Actor), text(a.Action), text(a.Object), text(a.Outcome), text(a.Detail), text(a.Batch), text(a.ID)})
+				return row([]report.Cell{report.When(&a.At), report.Text(a.Actor), report.Text(a.Action), report.Text(a.Object),
+					report.Text(a.Outcome), report.Text(a.Detail), report.Text(a.Batch), report.Text(a.ID)})
 			})
 		},
 	}
-	rep.cut = func(last []cell) string {
-		return "events after " + last[0].String(rep.loc) + " are left out: export from that time on, or the CSV"
+	rep.Cut = func(last []report.Cell) string {
+		return "events after " + last[0].String(rep.Loc) + " are left out: export from that time on, or the CSV"
 	}
 	return rep
 }
@@ -50,53 +37,53 @@ func (s *Server) auditReport(f storetype.AuditFilter) report {
 // taskReport is every task the list's filters select, in key order: what
 // a team signs off after moving a schedule, one row per task with the file
 // and row it came from.
-func (s *Server) taskReport(f storetype.TaskFilter) report {
-	rep := report{
-		name: "tasks",
-		header: []string{"key", "host", "name", "topic", "status", "paused", "schedule", "next fire", "last fire",
+func (s *Server) taskReport(f storetype.TaskFilter) report.Report {
+	rep := report.Report{
+		Name: "tasks",
+		Header: []string{"key", "host", "name", "topic", "status", "paused", "schedule", "next fire", "last fire",
 			"fires", "file", "row", "updated", "definition"},
-		loc: time.UTC,
-		each: func(ctx context.Context, row func([]cell) error) error {
+		Loc: time.UTC,
+		Each: func(ctx context.Context, row func([]report.Cell) error) error {
 			return s.src.EachTask(ctx, f, func(t storetype.Task) error {
-				sourceRow := cell{}
+				sourceRow := report.Cell{}
 				if t.SourceRow > 0 {
-					sourceRow = number(int64(t.SourceRow))
+					sourceRow = report.Number(int64(t.SourceRow))
 				}
-				return row([]cell{text(t.Key), text(t.Host), text(t.Name), text(t.Topic), text(t.Status), text(strconv.FormatBool(t.Paused)),
-					text(t.Schedule), whenSecs(t.NextFire), whenSecs(t.LastFire), number(t.FireCount), text(t.SourceFile), sourceRow,
-					whenSecs(&t.UpdatedAt), text(t.Definition)})
+				return row([]report.Cell{report.Text(t.Key), report.Text(t.Host), report.Text(t.Name), report.Text(t.Topic), report.Text(t.Status), report.Text(strconv.FormatBool(t.Paused)),
+					report.Text(t.Schedule), report.WhenSecs(t.NextFire), report.WhenSecs(t.LastFire), report.Number(t.FireCount), report.Text(t.SourceFile), sourceRow,
+					report.WhenSecs(&t.UpdatedAt), report.Text(t.Definition)})
 			})
 		},
 	}
-	rep.cut = func(last []cell) string {
-		return "tasks after " + last[0].String(rep.loc) + " are left out: narrow the filters, or export the CSV"
+	rep.Cut = func(last []report.Cell) string {
+		return "tasks after " + last[0].String(rep.Loc) + " are left out: narrow the filters, or export the CSV"
 	}
 	return rep
 }
 
 // executionReport is every execution the list's filters select, in the
 // list's order, each with the status it shows now.
-func (s *Server) executionReport(f storetype.ExecutionFilter) report {
-	rep := report{
-		name: "executions",
-		header: []string{"fire id", "task", "host", "name", "topic", "status", "recorded status", "scheduled", "fired", "reported",
+func (s *Server) executionReport(f storetype.ExecutionFilter) report.Report {
+	rep := report.Report{
+		Name: "executions",
+		Header: []string{"fire id", "task", "host", "name", "topic", "status", "recorded status", "scheduled", "fired", "reported",
 			"message", "worker", "partition", "offset", "file", "timeout (s)"},
-		loc: time.UTC,
-		each: func(ctx context.Context, row func([]cell) error) error {
+		Loc: time.UTC,
+		Each: func(ctx context.Context, row func([]report.Cell) error) error {
 			return s.src.EachExecution(ctx, f, func(e storetype.Execution) error {
 				e = e.AsOf(f.Now)
-				timeout := cell{}
+				timeout := report.Cell{}
 				if e.Timeout > 0 {
-					timeout = decimal(e.Timeout.Seconds())
+					timeout = report.Decimal(e.Timeout.Seconds())
 				}
-				return row([]cell{text(e.FireID), text(e.TaskKey()), text(e.Host), text(e.Name), text(e.Topic), text(e.Status), text(e.Recorded),
-					when(e.ScheduledAt), when(e.FiredAt), when(e.StatusAt), text(e.StatusMessage), text(e.Worker),
-					number(int64(e.TargetPartition)), number(e.TargetOffset), text(e.Batch), timeout})
+				return row([]report.Cell{report.Text(e.FireID), report.Text(e.TaskKey()), report.Text(e.Host), report.Text(e.Name), report.Text(e.Topic), report.Text(e.Status), report.Text(e.Recorded),
+					report.When(e.ScheduledAt), report.When(e.FiredAt), report.When(e.StatusAt), report.Text(e.StatusMessage), report.Text(e.Worker),
+					report.Number(int64(e.TargetPartition)), report.Number(e.TargetOffset), report.Text(e.Batch), timeout})
 			})
 		},
 	}
-	rep.cut = func(last []cell) string {
-		return "executions after " + last[8].String(rep.loc) + " are left out: narrow the filters, or export the CSV"
+	rep.Cut = func(last []report.Cell) string {
+		return "executions after " + last[8].String(rep.Loc) + " are left out: narrow the filters, or export the CSV"
 	}
 	return rep
 }
@@ -117,51 +104,22 @@ func (s *Server) exportExecutionsXLSX(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// neutralise keeps a cell from being read as a formula by a spreadsheet
-// (OWASP CSV injection): a cell starting with = + - @, tab or CR gets a
-// leading apostrophe.
-func neutralise(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
-		return "'" + v
-	}
-	return v
-}
-
 // exportCSV streams a report as CSV, one row at a time.
-func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report) {
-	rep.loc = exportZone(r)
+func (s *Server) exportCSV(w http.ResponseWriter, r *http.Request, rep report.Report) {
+	rep.Loc = exportZone(r)
 	w = s.streaming(w)
-	s.attach(w, rep, "csv", "text/csv; charset=utf-8")
-	cw := csv.NewWriter(w)
-	cw.Write(rep.header)
-	n := 0
-	var line []string
-	err := rep.each(r.Context(), func(row []cell) error {
-		line = line[:0]
-		for _, c := range row {
-			line = append(line, neutralise(c.String(rep.loc)))
-		}
-		if n++; n%1000 == 0 {
-			cw.Flush()
-		}
-		return cw.Write(line)
-	})
-	cw.Flush()
-	if err == nil {
-		err = cw.Error()
-	}
-	s.abortAnswer(r, "export "+rep.name+" csv", err)
+	s.attach(w, rep, "csv", report.CSVType)
+	s.abortAnswer(r, "export "+rep.Name+" csv", report.WriteCSV(r.Context(), w, rep))
 }
 
-// exportXLSX streams a report as an Excel sheet, one row at a time: text
-// cells as strings, none a formula; numbers and times typed. A report
-// longer than a sheet's million rows ends with a row saying where it was
-// cut.
-func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report) {
-	rep.loc = exportZone(r)
+// exportXLSX streams a report as an Excel sheet, one row at a time. A
+// report longer than a sheet's million rows ends with a row saying where
+// it was cut.
+func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report.Report) {
+	rep.Loc, rep.SheetRows = exportZone(r), sheetRows
 	w = s.streaming(w)
-	s.attach(w, rep, "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-	s.abortAnswer(r, "export "+rep.name+" xlsx", writeXLSX(r.Context(), rep, w))
+	s.attach(w, rep, "xlsx", report.XLSXType)
+	s.abortAnswer(r, "export "+rep.Name+" xlsx", report.WriteXLSX(r.Context(), w, rep))
 }
 
 // exportZone is the zone a report's times are in: the user's, when it is
@@ -177,9 +135,9 @@ func exportZone(r *http.Request) *time.Location {
 }
 
 // attach sends the headers of a report's download.
-func (s *Server) attach(w http.ResponseWriter, rep report, ext, contentType string) {
+func (s *Server) attach(w http.ResponseWriter, rep report.Report, ext, contentType string) {
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Disposition", `attachment; filename="jobdrop-`+rep.name+"-"+
+	w.Header().Set("Content-Disposition", `attachment; filename="jobdrop-`+rep.Name+"-"+
 		s.now().UTC().Format("20060102T150405Z")+"."+ext+`"`)
 }
 
@@ -190,37 +148,6 @@ func (s *Server) abortAnswer(r *http.Request, what string, err error) {
 		s.log.Error(what, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// errSheetFull ends an export that reached a sheet's last row.
-var errSheetFull = errors.New("sheet full")
-
-func writeXLSX(ctx context.Context, rep report, w io.Writer) error {
-	sw, err := newSheetWriter(w, strings.ToUpper(rep.name[:1])+rep.name[1:], rep.header, rep.loc)
-	if err != nil {
-		return err
-	}
-	var last, cells []cell
-	err = rep.each(ctx, func(row []cell) error {
-		if sw.rows == xlsxMaxRows-1 {
-			return errSheetFull
-		}
-		last, cells = row, cells[:0]
-		for _, c := range row {
-			if !c.num && !c.isTime() {
-				c.s = neutralise(c.s)
-			}
-			cells = append(cells, c)
-		}
-		return sw.WriteRow(cells)
-	})
-	if errors.Is(err, errSheetFull) {
-		err = sw.WriteRow([]cell{text("cut: a sheet holds " + strconv.Itoa(xlsxMaxRows) + " rows; " + rep.cut(last))})
-	}
-	if err != nil {
-		return err
-	}
-	return sw.Close()
 }
 
 func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {

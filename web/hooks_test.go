@@ -3,7 +3,7 @@ package web
 // SetSheetRowLimit lets the tests of exports reach a sheet's last row
 // without a million events; it returns the function that restores it.
 func SetSheetRowLimit(n int) (restore func()) {
-	old := xlsxMaxRows
-	xlsxMaxRows = n
-	return func() { xlsxMaxRows = old }
+	old := sheetRows
+	sheetRows = n
+	return func() { sheetRows = old }
 }

@@ -1,4 +1,4 @@
-package web
+package report
 
 import (
 	"archive/zip"
@@ -12,58 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-// xlsxMaxCell is the most characters a spreadsheet cell holds.
-const xlsxMaxCell = 32767
-
-// xlsxMaxRows is the most rows a spreadsheet opens of a sheet (a variable
-// so that tests can reach it).
-var xlsxMaxRows = 1 << 20
-
-// cell is one value of a report: text, a number or a time. CSV writes
-// each as text; a sheet writes numbers and times as such, so that they
-// sort, sum and filter as numbers and dates.
-type cell struct {
-	s   string
-	n   float64
-	num bool
-	t   time.Time
-	// secs writes t to the second in CSV, rather than to the nanosecond.
-	secs bool
-}
-
-// text, number and when make cells; when of nil is an empty cell.
-func text(s string) cell     { return cell{s: s} }
-func number(n int64) cell    { return cell{n: float64(n), num: true} }
-func decimal(f float64) cell { return cell{n: f, num: true} }
-func when(t *time.Time) cell {
-	if t == nil {
-		return cell{}
-	}
-	return cell{t: *t}
-}
-
-// whenSecs is when, written to the second in CSV.
-func whenSecs(t *time.Time) cell {
-	c := when(t)
-	c.secs = true
-	return c
-}
-
-// isTime reports whether c is a time.
-func (c cell) isTime() bool { return !c.t.IsZero() }
-
-// String is c as CSV writes it: times in RFC 3339 in loc.
-func (c cell) String(loc *time.Location) string {
-	switch {
-	case c.num:
-		return strconv.FormatFloat(c.n, 'f', -1, 64)
-	case c.isTime() && c.secs:
-		return c.t.In(loc).Format(time.RFC3339)
-	case c.isTime():
-		return c.t.In(loc).Format(time.RFC3339Nano)
-	}
-	return c.s
-}
+// maxCell is the most characters a spreadsheet cell holds.
+const maxCell = 32767
 
 // Styles of a sheet's cells, as xl/styles.xml numbers them.
 const (
@@ -102,7 +52,7 @@ type sheetWriter struct {
 	loc    *time.Location
 	header []string
 	// sample holds the first rows until the columns are sized.
-	sample  [][]cell
+	sample  [][]Cell
 	started bool
 	// rows counts the rows written or held, the header included.
 	rows int
@@ -154,12 +104,12 @@ func newSheetWriter(w io.Writer, name string, header []string, loc *time.Locatio
 	return &sheetWriter{zw: zw, name: name, loc: loc, header: header, cols: len(header), rows: 1}, nil
 }
 
-// WriteRow appends one row. The caller keeps to xlsxMaxRows, which rows
-// (the header included) counts toward.
-func (s *sheetWriter) WriteRow(cells []cell) error {
+// WriteRow appends one row. The caller keeps to the rows a sheet holds,
+// which rows (the header included) counts toward.
+func (s *sheetWriter) WriteRow(cells []Cell) error {
 	if !s.started {
 		if len(s.sample) < widthSample {
-			s.sample = append(s.sample, append([]cell(nil), cells...))
+			s.sample = append(s.sample, append([]Cell(nil), cells...))
 			s.rows++
 			return nil
 		}
@@ -190,7 +140,7 @@ func (s *sheetWriter) start() error {
 	}
 	s.bw.WriteString("</cols><sheetData>")
 	// A date cell has no zone: the header of a column of times names it.
-	header := make([]cell, len(s.header))
+	header := make([]Cell, len(s.header))
 	for i, h := range s.header {
 		for _, row := range s.sample {
 			if i < len(row) && row[i].isTime() {
@@ -198,7 +148,7 @@ func (s *sheetWriter) start() error {
 				break
 			}
 		}
-		header[i] = text(h)
+		header[i] = Text(h)
 	}
 	if err := s.writeRow(1, header, styleHeader); err != nil {
 		return err
@@ -225,7 +175,7 @@ func (s *sheetWriter) widths() []int {
 			}
 		}
 		w := utf8.RuneCountInString(h) + 3 // the filter's button
-		if slices.ContainsFunc(s.sample, func(row []cell) bool { return i < len(row) && row[i].isTime() }) {
+		if slices.ContainsFunc(s.sample, func(row []Cell) bool { return i < len(row) && row[i].isTime() }) {
 			w += len(s.loc.String()) + 3 // the zone the header names
 		}
 		if len(lens) > 0 {
@@ -238,7 +188,7 @@ func (s *sheetWriter) widths() []int {
 }
 
 // display is about what a spreadsheet shows of c, for its width.
-func (c cell) display(loc *time.Location) string {
+func (c Cell) display(loc *time.Location) string {
 	if c.isTime() {
 		return "2006-01-02 15:04:05"
 	}
@@ -246,7 +196,7 @@ func (c cell) display(loc *time.Location) string {
 }
 
 // writeRow writes row number r; style, if set, styles every cell.
-func (s *sheetWriter) writeRow(r int, cells []cell, style string) error {
+func (s *sheetWriter) writeRow(r int, cells []Cell, style string) error {
 	row := strconv.Itoa(r)
 	s.bw.WriteString(`<row r="` + row + `">`)
 	for i, c := range cells {
@@ -315,7 +265,7 @@ func columnName(i int) string {
 func writeCellText(w *bufio.Writer, v string) {
 	n := 0
 	for _, r := range v {
-		if n++; n > xlsxMaxCell {
+		if n++; n > maxCell {
 			return
 		}
 		switch {
