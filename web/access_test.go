@@ -19,13 +19,14 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/web"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 func TestLoginSessionAndLogout(t *testing.T) {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	f := history(t)
 	srv, err := web.New(web.Config{Now: func() time.Time { return f.now }, SecureCookies: true,
-		Users: []web.User{{Name: "alice", PasswordHash: string(hash), Role: web.Viewer}}}, f.st, nil)
+		Users: []auth.User{{Name: "alice", PasswordHash: string(hash), Role: auth.Viewer}}}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func TestEventsSayChangedAfterACommit(t *testing.T) {
 func TestBasicAuthRemembersOnlyTheRightPassword(t *testing.T) {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	f := history(t)
-	srv, err := web.New(web.Config{Users: []web.User{{Name: "worker", PasswordHash: string(hash), Role: web.Operator}}}, f.st, nil)
+	srv, err := web.New(web.Config{Users: []auth.User{{Name: "worker", PasswordHash: string(hash), Role: auth.Operator}}}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

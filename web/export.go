@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/auth"
 	"github.com/jobdrop/jobdrop/web/report"
 )
 
@@ -128,7 +129,7 @@ func (s *Server) exportXLSX(w http.ResponseWriter, r *http.Request, rep report.R
 // time with its offset, a sheet names the zone in its time columns'
 // headers.
 func exportZone(r *http.Request) *time.Location {
-	if z := readZone(r, who(r.Context()).Name); z.Mode == zoneLocal {
+	if z := readZone(r, auth.Who(r.Context()).Name); z.Mode == zoneLocal {
 		return z.in("")
 	}
 	return time.UTC

@@ -21,6 +21,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // maxUpload bounds an upload's body: the file and its form.
@@ -191,9 +192,9 @@ func (s *Server) uploadForm(w http.ResponseWriter, r *http.Request) {
 // form is read as it arrives: the file goes straight to its staging file
 // in the upload folder, never whole into memory or the temporary folder.
 // A dry run takes an operator; a drop creates and replaces definitions,
-// which takes defineRole.
+// which takes auth.DefineRole.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, Operator) {
+	if !s.allow(w, r, auth.Operator) {
 		return
 	}
 	m := s.uploadModel(r)
@@ -266,7 +267,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.page(w, r, http.StatusOK, "Upload", "upload", uploadView(m))
 		return
 	}
-	if !s.allow(w, r, defineRole) {
+	if !s.allow(w, r, auth.DefineRole) {
 		return
 	}
 	dest := filepath.Join(s.cfg.UploadDir, m.Name)

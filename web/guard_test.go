@@ -30,6 +30,7 @@ import (
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // commander stands in for the injector: it keeps what the console sends
@@ -95,18 +96,18 @@ func (c *clock) Advance(d time.Duration) {
 
 // users are the accounts of these tests, each with the password of its
 // name backwards, hashed at cost.
-func users(t *testing.T, cost int) []web.User {
+func users(t *testing.T, cost int) []auth.User {
 	t.Helper()
-	var out []web.User
+	var out []auth.User
 	for _, u := range []struct {
 		name string
-		role web.Role
-	}{{"vera", web.Viewer}, {"otto", web.Operator}, {"ada", web.Admin}} {
+		role auth.Role
+	}{{"vera", auth.Viewer}, {"otto", auth.Operator}, {"ada", auth.Admin}} {
 		h, err := bcrypt.GenerateFromPassword([]byte(backwards(u.name)), cost)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, web.User{Name: u.name, PasswordHash: string(h), Role: u.role})
+		out = append(out, auth.User{Name: u.name, PasswordHash: string(h), Role: u.role})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // Reviewer decides the files of sync folders held for review because they
@@ -31,12 +32,12 @@ var ErrNotHeld = errors.New("no held file")
 const maxReason = 1000
 
 // decideHeld serves POST /api/files/{id}/apply and /reject. Applying a
-// file creates and replaces definitions, which takes defineRole;
+// file creates and replaces definitions, which takes auth.DefineRole;
 // rejecting it changes nothing that runs.
 func (s *Server) decideHeld(apply bool) http.HandlerFunc {
-	role := Operator
+	role := auth.Operator
 	if apply {
-		role = defineRole
+		role = auth.DefineRole
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.allow(w, r, role) || !s.writable(w) {
@@ -80,7 +81,7 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 			return
 		}
 		if isForm(r) {
-			http.Redirect(w, r, safeNext(r.FormValue("back")), http.StatusSeeOther)
+			http.Redirect(w, r, auth.SafeNext(r.FormValue("back")), http.StatusSeeOther)
 			return
 		}
 		verb := "rejected"
@@ -109,7 +110,7 @@ type diffAnswer struct {
 // folder (the first by default) as NAME, injecting nothing. 422 names the
 // invalid rows.
 func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, Viewer) {
+	if !s.allow(w, r, auth.Viewer) {
 		return
 	}
 	if s.cfg.Differ == nil || s.cfg.UploadDir == "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // maxLogLines bounds the lines of one POST of log lines.
@@ -147,7 +148,7 @@ func cleanLog(s string) string {
 // status topic; the recorder stores them, as it does lines a worker
 // writes to the topic itself.
 func (s *Server) postLogs(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, Operator) || !s.writable(w) {
+	if !s.allow(w, r, auth.Operator) || !s.writable(w) {
 		return
 	}
 	var buf bytes.Buffer

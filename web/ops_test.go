@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/jobdrop/jobdrop/web"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // TestProbesAndMetricsNeedNoLogin: with console users configured, the
@@ -26,7 +27,7 @@ func TestProbesAndMetricsNeedNoLogin(t *testing.T) {
 	notJoined := errors.New("not yet a member of its consumer group")
 	schedulerErr.Store(&notJoined)
 	srv, err := web.New(web.Config{
-		Users:   []web.User{{Name: "alice", PasswordHash: string(hash), Role: web.Viewer}},
+		Users:   []auth.User{{Name: "alice", PasswordHash: string(hash), Role: auth.Viewer}},
 		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "jobdrop_up 1\n") }),
 		Ready: func(context.Context) []web.ReadyCheck {
 			return []web.ReadyCheck{{Name: "kafka"}, {Name: "scheduler", Err: *schedulerErr.Load()}}

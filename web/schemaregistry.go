@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // schemaRegistryPath is where the console serves the schema registry of
@@ -20,9 +22,9 @@ const schemaRegistryPath = "/schema-registry"
 func (s *Server) routeSchemaRegistry(mux *routes) {
 	for _, pattern := range slices.Sorted(maps.Keys(s.cfg.SchemaRegistry)) {
 		method, path, _ := strings.Cut(pattern, " ")
-		role := Viewer
+		role := auth.Viewer
 		if method == http.MethodPost && strings.HasSuffix(path, "/versions") {
-			role = defineRole
+			role = auth.DefineRole
 		}
 		h := s.cfg.SchemaRegistry[pattern] // reads only its path values
 		mux.HandleFunc(method+" "+schemaRegistryPath+path, func(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 //go:embed static
@@ -76,7 +77,7 @@ type Config struct {
 	// the upload's dry run and POST /api/diff. Nil: neither shows a diff.
 	Differ Differ
 	// Users are the local accounts. With none, Anonymous is implied.
-	Users []User
+	Users []auth.User
 	// Anonymous lets everyone in as an admin named "local": only for a
 	// console listening on a loopback address (cmd refuses to start
 	// otherwise). Not with Users.
@@ -160,7 +161,7 @@ type Server struct {
 	cfg     Config
 	src     Source
 	cmd     Commander
-	auth    *auth
+	auth    *auth.Authenticator
 	events  *events
 	log     *slog.Logger
 	handler http.Handler
@@ -210,7 +211,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 		// The zero Config keeps serving tests and tools on loopback.
 		cfg.Anonymous = true
 	}
-	a, err := newAuth(cfg)
+	a, err := auth.New(auth.Config{Users: cfg.Users, Anonymous: cfg.Anonymous, SecureCookies: cfg.SecureCookies, Now: cfg.Now})
 	if err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
@@ -322,7 +323,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title 
 		notice = s.cfg.Notice()
 	}
 	r = withZone(r)
-	if err := layout(s.cfg.Title, title, nav, who(r.Context()), live, notice, zoneOf(r.Context()), r.URL.RequestURI(), view).Render(r.Context(), &buf); err != nil {
+	if err := layout(s.cfg.Title, title, nav, auth.Who(r.Context()), live, notice, zoneOf(r.Context()), r.URL.RequestURI(), view).Render(r.Context(), &buf); err != nil {
 		s.log.Error("render page", "path", r.URL.Path, "err", err)
 		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
 		return

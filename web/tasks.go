@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // tasksModel is the task list, filtered by state, host, name, file,
@@ -47,13 +48,13 @@ func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // canOperate reports whether the request's user may change tasks.
 func (s *Server) canOperate(r *http.Request) bool {
-	return s.cmd != nil && who(r.Context()).Role >= Operator
+	return s.cmd != nil && auth.Who(r.Context()).Role >= auth.Operator
 }
 
 // canDefine reports whether the page may offer what creates or replaces
 // definitions (applying a held file) to the user of r.
 func (s *Server) canDefine(r *http.Request) bool {
-	return s.cmd != nil && who(r.Context()).Role >= defineRole
+	return s.cmd != nil && auth.Who(r.Context()).Role >= auth.DefineRole
 }
 
 // taskModel is one task's page: its state, its next fires and its latest

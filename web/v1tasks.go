@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // The task API of EventNative's synchronisation scheduler, under
@@ -159,7 +160,7 @@ func (s *Server) v1TaskLogs(w http.ResponseWriter, r *http.Request) {
 // it first. Two requests at the same instant on two nodes may both fire
 // it: the check reads each node's view, and no lock spans the nodes.
 func (s *Server) v1PostTask(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, Operator) || !s.writable(w) {
+	if !s.allow(w, r, auth.Operator) || !s.writable(w) {
 		return
 	}
 	q := r.URL.Query()

@@ -15,6 +15,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // maxBody bounds the body of every request but an upload's.
@@ -23,7 +24,7 @@ const maxBody = 1 << 20
 // actor names who sends a command: the logged-in user; with anonymous
 // access, "api" for API clients and "local" for the console.
 func actor(r *http.Request) string {
-	p := who(r.Context())
+	p := auth.Who(r.Context())
 	if p.Name == "local" && isAPI(r.URL.Path) && !isForm(r) {
 		return "api"
 	}
@@ -132,7 +133,7 @@ func (s *Server) writable(w http.ResponseWriter) bool {
 // postScheduler is light-scheduler's POST /schedulers: one TaskDefinition
 // as JSON.
 func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, defineRole) || !s.writable(w) {
+	if !s.allow(w, r, auth.DefineRole) || !s.writable(w) {
 		return
 	}
 	var d task.Definition
@@ -249,7 +250,7 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb string) {
-	if !s.allow(w, r, Operator) || !s.writable(w) {
+	if !s.allow(w, r, auth.Operator) || !s.writable(w) {
 		return
 	}
 	var sent []string
@@ -287,7 +288,7 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 		sent, event = b.sent, b.event
 	}
 	if isForm(r) {
-		http.Redirect(w, r, safeNext(r.FormValue("back")), http.StatusSeeOther)
+		http.Redirect(w, r, auth.SafeNext(r.FormValue("back")), http.StatusSeeOther)
 		return
 	}
 	answer := map[string]any{"action": verb, "sent": len(sent), "tasks": sent}
@@ -421,7 +422,7 @@ type statusReport struct {
 
 // postStatus records a worker's report on an execution.
 func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
-	if !s.allow(w, r, Operator) || !s.writable(w) {
+	if !s.allow(w, r, auth.Operator) || !s.writable(w) {
 		return
 	}
 	var body statusReport

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // Each user picks how the console shows times: in UTC (the default), in
@@ -116,7 +117,7 @@ func (z displayZone) value() string {
 
 // withZone puts the request's display zone in its context.
 func withZone(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), displayZoneKey{}, readZone(r, who(r.Context()).Name)))
+	return r.WithContext(context.WithValue(r.Context(), displayZoneKey{}, readZone(r, auth.Who(r.Context()).Name)))
 }
 
 // zoneYear is how long the choice is kept.
@@ -130,9 +131,9 @@ func (s *Server) setZone(w http.ResponseWriter, r *http.Request) {
 	if r.FormValue("tz") == zoneLocal {
 		z = parseZone(zoneLocal + ":" + r.FormValue("zone"))
 	}
-	http.SetCookie(w, &http.Cookie{Name: zoneCookie(who(r.Context()).Name), Value: z.value(), Path: "/",
+	http.SetCookie(w, &http.Cookie{Name: zoneCookie(auth.Who(r.Context()).Name), Value: z.value(), Path: "/",
 		MaxAge: int(zoneYear / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: s.cfg.SecureCookies})
-	http.Redirect(w, r, safeNext(r.FormValue("back")), http.StatusSeeOther)
+	http.Redirect(w, r, auth.SafeNext(r.FormValue("back")), http.StatusSeeOther)
 }
 
 // shown writes t in the display zone of ctx, for a task in zone taskZone

@@ -26,6 +26,7 @@ import (
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // hooks let tests drive a run: its clock, and where it listens.
@@ -411,8 +412,8 @@ func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now 
 	wc.Timeouts = web.Timeouts(cfg.Console.Timeouts)
 	wc.NameProblem = watcher.NameProblem
 	for _, u := range cfg.Console.Users {
-		role, _ := web.ParseRole(u.Role) // validated with the config
-		wc.Users = append(wc.Users, web.User{Name: u.Name, PasswordHash: u.PasswordHash, Role: role})
+		role, _ := auth.ParseRole(u.Role) // validated with the config
+		wc.Users = append(wc.Users, auth.User{Name: u.Name, PasswordHash: u.PasswordHash, Role: role})
 	}
 	for _, f := range cfg.Watch {
 		wc.Folders = append(wc.Folders, f.Dir)

@@ -22,7 +22,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/internal/suggestion"
-	"github.com/jobdrop/jobdrop/web"
+	"github.com/jobdrop/jobdrop/web/auth"
 )
 
 // Config is the whole configuration file; samples/jobdrop.yaml documents
@@ -406,7 +406,7 @@ func (c Config) validate() error {
 		}
 	}
 	for i, u := range c.Console.Users {
-		if _, err := web.ParseRole(u.Role); err != nil {
+		if _, err := auth.ParseRole(u.Role); err != nil {
 			errs = append(errs, fmt.Errorf("console.users[%d].role: %w", i, err))
 		}
 		if u.Name == "" || u.PasswordHash == "" {
