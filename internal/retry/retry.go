@@ -74,9 +74,12 @@ type Policy struct {
 	Msg string
 	// Level is the level of those lines. Defaults to Info.
 	Level slog.Level
-	// QuietRepeats logs a failure whose error reads as the previous
-	// one's at Debug, so that a long outage is logged once at Level, and
-	// again whenever its cause changes.
+	// QuietRepeats logs a failure at Debug when its cause, the innermost
+	// error it wraps, reads as the previous failure's, so that a long
+	// outage is logged once at Level, and again whenever its cause
+	// changes. The cause, not the whole error: a path or a name that
+	// differs at each attempt ("write /data/.ready-81723: no space left
+	// on device") does not make a failure new.
 	QuietRepeats bool
 	// Recovered, when set, is logged at Info with the key attempt when an
 	// attempt succeeds after failures.
@@ -136,7 +139,7 @@ func Do(ctx context.Context, p Policy, op func() error) error {
 			return err
 		}
 		if p.Log != nil {
-			level, msg := p.Level, err.Error()
+			level, msg := p.Level, cause(err).Error()
 			if p.QuietRepeats && msg == last {
 				level = slog.LevelDebug
 			}
@@ -151,5 +154,16 @@ func Do(ctx context.Context, p Policy, op func() error) error {
 			return ctx.Err()
 		case <-t.Chan():
 		}
+	}
+}
+
+// cause is the innermost error err wraps through Unwrap() error.
+func cause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
 	}
 }

@@ -154,7 +154,8 @@ func TestDoWaitsGrowAndCapOnTheClock(t *testing.T) {
 
 func TestDoQuietRepeats(t *testing.T) {
 	l := &logged{}
-	errs := []error{errors.New("disk full"), errors.New("disk full"), errors.New("read-only"), nil}
+	full := errors.New("disk full")
+	errs := []error{fmt.Errorf("write a: %w", full), fmt.Errorf("write b: %w", full), errors.New("read-only"), full, nil}
 	n := 0
 	err := Do(t.Context(), Policy{Backoff: Backoff{First: time.Nanosecond}, Log: slog.New(l), Msg: "cannot write",
 		Level: slog.LevelError, QuietRepeats: true}, func() error { n++; return errs[n-1] })
@@ -162,9 +163,10 @@ func TestDoQuietRepeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"ERROR cannot write err=disk full attempt=1 delay_ms=0",
-		"DEBUG cannot write err=disk full attempt=2 delay_ms=0",
+		"ERROR cannot write err=write a: disk full attempt=1 delay_ms=0",
+		"DEBUG cannot write err=write b: disk full attempt=2 delay_ms=0",
 		"ERROR cannot write err=read-only attempt=3 delay_ms=0",
+		"ERROR cannot write err=disk full attempt=4 delay_ms=0",
 	}
 	if got := l.lines(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("logged\n%q\nwant\n%q", got, want)
