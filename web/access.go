@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/field"
 )
 
 // isAPI reports whether a path answers JSON rather than pages.
@@ -63,7 +64,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, actor, reason st
 	if actor == "" {
 		actor = "anonymous"
 	}
-	reason = cleanField(reason, maxAuditDetail)
+	reason = field.Clean(reason, field.MaxDetail)
 	s.audit(r, record.ActionAccessDenied, actor, r.Method+" "+r.URL.Path, record.OutcomeRejected, reason)
 	s.log.Warn("request refused", "actor", actor, "method", r.Method, "path", r.URL.Path, "reason", reason)
 	if isAPI(r.URL.Path) || !acceptsHTML(r) {
@@ -81,7 +82,7 @@ func (s *Server) crossOrigin(next http.Handler) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Who, by session only: a refused request checks no password.
 		p, _ := s.auth.Session(r)
-		s.refuse(w, r, p.Name, "cross-origin request (Origin "+strconv.Quote(cleanField(r.Header.Get("Origin"), maxAuditName))+")")
+		s.refuse(w, r, p.Name, "cross-origin request (Origin "+strconv.Quote(field.Clean(r.Header.Get("Origin"), field.MaxName))+")")
 	}))
 	return cop.Handler(next)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // The JSON API answers with the same data as the pages. Lists take the
@@ -24,7 +25,7 @@ func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
 // apiFiles lists the files, recorded or on their way in, as the files
 // page does.
 func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
-	f, err := s.fileFilter(r.URL.Query())
+	f, err := s.lists.Files(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -34,13 +35,13 @@ func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
 		s.apiFail(w, r, err)
 		return
 	}
-	writePage(s, w, r, fileParams, p, p.Rows)
+	writePage(s, w, r, list.FileParams, p, p.Rows)
 }
 
 // apiArrivals lists the files on their way in, and those that failed before
 // their content was recorded.
 func (s *Server) apiArrivals(w http.ResponseWriter, r *http.Request) {
-	_, _, limit, err := s.pageParams(r.URL.Query())
+	_, _, limit, err := s.lists.Page(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -63,7 +64,7 @@ func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
-	f, err := s.taskFilter(r.URL.Query())
+	f, err := s.lists.Tasks(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -73,7 +74,7 @@ func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
 		s.apiFail(w, r, err)
 		return
 	}
-	writePage(s, w, r, taskParams, p, p.Rows)
+	writePage(s, w, r, list.TaskParams, p, p.Rows)
 }
 
 func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +89,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 // apiExecutions lists executions as the executions page does; an overdue
 // one says OVERDUE, with the status recorded beside it.
 func (s *Server) apiExecutions(w http.ResponseWriter, r *http.Request) {
-	f, err := s.executionFilter(r.URL.Query())
+	f, err := s.lists.Executions(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -102,11 +103,11 @@ func (s *Server) apiExecutions(w http.ResponseWriter, r *http.Request) {
 	for _, e := range p.Rows {
 		rows = append(rows, e.AsOf(f.Now))
 	}
-	writePage(s, w, r, executionParams, p, rows)
+	writePage(s, w, r, list.ExecutionParams, p, rows)
 }
 
 func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
-	f, err := s.auditFilter(r.URL.Query())
+	f, err := s.lists.Audit(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
@@ -116,7 +117,7 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 		s.apiFail(w, r, err)
 		return
 	}
-	writePage(s, w, r, auditParams, p, p.Rows)
+	writePage(s, w, r, list.AuditParams, p, p.Rows)
 }
 
 // nonNil makes an empty list encode as [] rather than null.

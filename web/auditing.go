@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/web/field"
 )
 
 // audit writes one event of the console's own (a refusal, a login) to
@@ -40,11 +41,11 @@ func (s *Server) auditEvent(r *http.Request, action, actor, object, outcome, det
 	err := s.cmd.Audit(context.WithoutCancel(r.Context()), record.Audit{
 		ID:      id,
 		At:      now.UnixMilli(),
-		Actor:   cleanField(actor, maxAuditName),
+		Actor:   field.Clean(actor, field.MaxName),
 		Action:  action,
-		Object:  cleanField(object, maxAuditName),
+		Object:  field.Clean(object, field.MaxName),
 		Outcome: outcome,
-		Detail:  cleanField(detail, maxAuditDetail),
+		Detail:  field.Clean(detail, field.MaxDetail),
 		Batch:   b,
 	})
 	if err != nil {

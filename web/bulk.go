@@ -10,6 +10,8 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/field"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // A bulk action (pause, resume, trigger or delete every task a list's
@@ -52,7 +54,7 @@ func (s *Server) auditBulk(r *http.Request, verb, list string, b bulk, start tim
 	}
 	// The detail is cut at its end by the audit's bound: the moment goes
 	// first.
-	detail = cleanField(detail, maxAuditDetail-len(bulkSince)-len(time.RFC3339Nano)) + bulkSince + start.UTC().Format(time.RFC3339Nano)
+	detail = field.Clean(detail, field.MaxDetail-len(bulkSince)-len(time.RFC3339Nano)) + bulkSince + start.UTC().Format(time.RFC3339Nano)
 	return s.auditID(r, bulkPrefix+verb, actor(r), list, outcome, detail)
 }
 
@@ -76,7 +78,7 @@ func bulkEventsURL(a storetype.AuditEvent) string {
 	}
 	q := url.Values{"actor": {a.Actor}, "action": {perTaskAction[verb]}, "from": {since.UTC().Format(time.RFC3339Nano)},
 		"to": {a.At.Add(time.Millisecond).UTC().Format(time.RFC3339Nano)}, "sort": {storetype.SortOldest}}
-	return "/audit" + queryString(q)
+	return "/audit" + list.QueryString(q)
 }
 
 // bulkListURL is the task list a bulk action's event names, when it is

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // executionsModel is the executions list: its filters as asked, a page of
@@ -23,10 +24,10 @@ type executionsHandler struct{ s *Server }
 // ServeHTTP renders a page of the executions its filters select: status,
 // host, name, task, topic, file, from and to.
 func (h executionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if canonical(w, r, executionParams) {
+	if canonical(w, r, list.ExecutionParams) {
 		return
 	}
-	f, err := h.s.executionFilter(r.URL.Query())
+	f, err := h.s.lists.Executions(r.URL.Query())
 	if err != nil {
 		h.s.badRequest(w, r, err.Error())
 		return
@@ -36,7 +37,7 @@ func (h executionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	m := executionsModel{Now: f.Now, Query: listQuery(r.URL.Query(), executionParams), Filter: f, Rows: p.Rows,
-		Pager: pagerOf(r, executionParams, p, "executions")}
+	m := executionsModel{Now: f.Now, Query: list.Query(r.URL.Query(), list.ExecutionParams), Filter: f, Rows: p.Rows,
+		Pager: pagerOf(r, list.ExecutionParams, p, "executions")}
 	h.s.page(w, r, http.StatusOK, "Executions", "executions", executionsView(m))
 }

@@ -90,7 +90,7 @@ func (s *Server) executionReport(f storetype.ExecutionFilter) report.Report {
 }
 
 func (s *Server) exportExecutionsCSV(w http.ResponseWriter, r *http.Request) {
-	if f, err := s.executionFilter(r.URL.Query()); err != nil {
+	if f, err := s.lists.Executions(r.URL.Query()); err != nil {
 		s.badRequest(w, r, err.Error())
 	} else {
 		s.exportCSV(w, r, s.executionReport(f))
@@ -98,7 +98,7 @@ func (s *Server) exportExecutionsCSV(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) exportExecutionsXLSX(w http.ResponseWriter, r *http.Request) {
-	if f, err := s.executionFilter(r.URL.Query()); err != nil {
+	if f, err := s.lists.Executions(r.URL.Query()); err != nil {
 		s.badRequest(w, r, err.Error())
 	} else {
 		s.exportXLSX(w, r, s.executionReport(f))
@@ -152,7 +152,7 @@ func (s *Server) abortAnswer(r *http.Request, what string, err error) {
 }
 
 func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
-	if f, err := s.auditFilter(r.URL.Query()); err != nil {
+	if f, err := s.lists.Audit(r.URL.Query()); err != nil {
 		s.badRequest(w, r, err.Error())
 	} else {
 		s.exportCSV(w, r, s.auditReport(f))
@@ -160,7 +160,7 @@ func (s *Server) exportAuditCSV(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
-	if f, err := s.auditFilter(r.URL.Query()); err != nil {
+	if f, err := s.lists.Audit(r.URL.Query()); err != nil {
 		s.badRequest(w, r, err.Error())
 	} else {
 		s.exportXLSX(w, r, s.auditReport(f))
@@ -170,7 +170,7 @@ func (s *Server) exportAuditXLSX(w http.ResponseWriter, r *http.Request) {
 // taskReportFilter reads a task report's filters; a file that does not
 // exist is answered as not found rather than as an empty report.
 func (s *Server) taskReportFilter(w http.ResponseWriter, r *http.Request) (storetype.TaskFilter, bool) {
-	f, err := s.taskFilter(r.URL.Query())
+	f, err := s.lists.Tasks(r.URL.Query())
 	if err != nil {
 		s.badRequest(w, r, err.Error())
 		return f, false

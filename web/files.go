@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // filesModel is the files list: its filters as asked and a page of the
@@ -22,10 +23,10 @@ type filesHandler struct{ s *Server }
 // ServeHTTP renders a page of the files its filters select: status,
 // folder, name, from and to.
 func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if canonical(w, r, fileParams) {
+	if canonical(w, r, list.FileParams) {
 		return
 	}
-	f, err := h.s.fileFilter(r.URL.Query())
+	f, err := h.s.lists.Files(r.URL.Query())
 	if err != nil {
 		h.s.badRequest(w, r, err.Error())
 		return
@@ -35,8 +36,8 @@ func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	h.s.page(w, r, http.StatusOK, "Files", "files", filesView(filesModel{Query: listQuery(r.URL.Query(), fileParams),
-		Rows: p.Rows, Pager: pagerOf(r, fileParams, p, "files")}))
+	h.s.page(w, r, http.StatusOK, "Files", "files", filesView(filesModel{Query: list.Query(r.URL.Query(), list.FileParams),
+		Rows: p.Rows, Pager: pagerOf(r, list.FileParams, p, "files")}))
 }
 
 // fileModel is one file's page: the file, the tasks it defines and its

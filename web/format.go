@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // utc renders a time as people and programs read it alike: RFC 3339 in UTC.
@@ -121,11 +122,11 @@ func actionURL(key, verb string) string {
 func filterURL(path string, q url.Values) string {
 	f := url.Values{}
 	for k, v := range q {
-		if !slices.Contains(listParams, k) {
+		if !slices.Contains(list.Params, k) {
 			f[k] = v
 		}
 	}
-	return path + queryString(f)
+	return path + list.QueryString(f)
 }
 
 // bulkSelects reports whether a task list's filters select tasks enough

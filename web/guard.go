@@ -2,15 +2,14 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/jobdrop/jobdrop/web/field"
 )
 
 // Timeouts bound how long one client may hold a connection of the
@@ -125,9 +124,9 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 		if !s.hostAllowed(r.Host) {
 			s.hostRefusals.Do(func() {
 				s.log.Warn("request for a host name the console does not answer to refused (logged once a minute); add the name to console.hosts if it is yours",
-					"host", cleanField(r.Host, 200), "remote", s.clientAddr(r))
+					"host", field.Clean(r.Host, 200), "remote", s.clientAddr(r))
 			})
-			http.Error(w, "misdirected request: this console does not answer to the name "+cleanField(r.Host, 200)+
+			http.Error(w, "misdirected request: this console does not answer to the name "+field.Clean(r.Host, 200)+
 				" (its administrator can add it to console.hosts)", http.StatusMisdirectedRequest)
 			return
 		}
@@ -241,40 +240,3 @@ func (s *Server) trustedProxy(ip netip.Addr) bool {
 // what only a logged-in user may see, and so must not be kept by browsers
 // or proxies: every answer but the static files.
 func isNoStore(path string) bool { return !strings.HasPrefix(path, "/static/") }
-
-// Bounds of the audit fields the console fills from requests.
-const (
-	maxAuditName   = 256
-	maxAuditDetail = 1024
-)
-
-// cleanField makes a value a client sent fit for the audit trail and the
-// log: valid UTF-8, control and bidirectional formatting characters
-// written as Go escapes (so no value forges a line or sends a terminal
-// escape sequences), at most max bytes, cut with "…".
-func cleanField(s string, limit int) string {
-	var b strings.Builder
-	for i, c := range s {
-		if b.Len() > limit {
-			break // what follows is cut anyway
-		}
-		switch {
-		case c == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
-			q := strconv.QuoteRune(c)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(c)
-		}
-	}
-	out := b.String()
-	if len(out) <= limit {
-		return out
-	}
-	out = out[:limit-len("…")]
-	for !utf8.ValidString(out) {
-		out = out[:len(out)-1]
-	}
-	return out + "…"
-}

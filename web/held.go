@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/field"
 )
 
 // Reviewer decides the files of sync folders held for review because they
@@ -65,7 +66,7 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 				}
 				reason = body.Reason
 			}
-			reason = cleanField(strings.TrimSpace(reason), maxReason)
+			reason = field.Clean(strings.TrimSpace(reason), maxReason)
 			err = s.cfg.Reviewer.Reject(r.Context(), id, actor(r), reason)
 		}
 		switch {

@@ -16,6 +16,8 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/field"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // maxLogLines bounds the lines of one POST of log lines.
@@ -166,7 +168,7 @@ func (s *Server) postLogs(w http.ResponseWriter, r *http.Request) {
 		s.apiFail(w, r, err)
 		return
 	}
-	worker = cleanField(worker, maxAuditName)
+	worker = field.Clean(worker, field.MaxName)
 	if worker == "" {
 		worker = actor(r)
 	}
@@ -189,10 +191,10 @@ type logAnswer struct {
 // how many.
 func (s *Server) getLogs(w http.ResponseWriter, r *http.Request, fireID string) {
 	q := r.URL.Query()
-	from, err := timeParam(q, "start", false, s.now())
+	from, err := list.Time(q, "start", false, s.now())
 	if err == nil {
 		var to time.Time
-		to, err = timeParam(q, "end", true, s.now())
+		to, err = list.Time(q, "end", true, s.now())
 		if err == nil {
 			s.answerLogs(w, r, fireID, from, to)
 			return

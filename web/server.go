@@ -22,6 +22,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 //go:embed static
@@ -145,9 +146,6 @@ type Config struct {
 // every row's line, definition and error (nil for a valid row).
 type Preview func(ctx context.Context, name, path string, emit func(line int, def task.Definition, err error) error) error
 
-// maxListLimit is the largest list the store answers.
-const maxListLimit = 1000
-
 // Uploader learns who uploads each file through the console. cmd's
 // pipeline implements it.
 type Uploader interface {
@@ -173,6 +171,8 @@ type Server struct {
 	dryRuns *semaphore.Weighted
 	// glance holds the dashboard's timeline and charts; see Run.
 	glance glance
+	// lists reads the lists' filters and pages from their URLs.
+	lists list.Reader
 	// routes are the routes registered; see Routes.
 	routes *routes
 }
@@ -190,8 +190,8 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("new console: negative list limit %d", cfg.ListLimit)
 	case cfg.ListLimit == 0:
 		cfg.ListLimit = 50
-	case cfg.ListLimit > maxListLimit:
-		return nil, fmt.Errorf("new console: list limit %d is above %d", cfg.ListLimit, maxListLimit)
+	case cfg.ListLimit > list.MaxLimit:
+		return nil, fmt.Errorf("new console: list limit %d is above %d", cfg.ListLimit, list.MaxLimit)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -217,6 +217,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, src: src, cmd: cfg.Commander, auth: a, events: newEvents(cfg.Changes), log: log.With("component", "console"),
 		hosts: map[string]bool{}, hostRefusals: rate.Sometimes{Interval: time.Minute}, dryRuns: semaphore.NewWeighted(int64(cfg.DryRuns))}
+	s.lists = list.Reader{Limit: cfg.ListLimit, Now: s.now}
 	for _, h := range cfg.Hosts {
 		s.hosts[strings.TrimSuffix(strings.ToLower(h), ".")] = true
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // tasksModel is the task list, filtered by state, host, name, file,
@@ -28,21 +29,21 @@ type tasksHandler struct{ s *Server }
 // ServeHTTP renders a page of the tasks its filters select: status, host,
 // name, file, topic, from and to (of the next fire).
 func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if canonical(w, r, taskParams) {
+	if canonical(w, r, list.TaskParams) {
 		return
 	}
-	f, err := h.s.taskFilter(r.URL.Query())
+	f, err := h.s.lists.Tasks(r.URL.Query())
 	if err != nil {
 		h.s.badRequest(w, r, err.Error())
 		return
 	}
-	m := tasksModel{Now: h.s.now(), Query: listQuery(r.URL.Query(), taskParams), Filter: f, CanOperate: h.s.canOperate(r), Back: r.URL.RequestURI()}
+	m := tasksModel{Now: h.s.now(), Query: list.Query(r.URL.Query(), list.TaskParams), Filter: f, CanOperate: h.s.canOperate(r), Back: r.URL.RequestURI()}
 	p, err := h.s.src.Tasks(r.Context(), f)
 	if err != nil {
 		h.s.fail(w, r, err)
 		return
 	}
-	m.Tasks, m.Pager = p.Rows, pagerOf(r, taskParams, p, "tasks")
+	m.Tasks, m.Pager = p.Rows, pagerOf(r, list.TaskParams, p, "tasks")
 	h.s.page(w, r, http.StatusOK, "Tasks", "tasks", tasksView(m))
 }
 

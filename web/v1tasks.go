@@ -10,6 +10,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // The task API of EventNative's synchronisation scheduler, under
@@ -84,10 +85,10 @@ func asSeedTask(e storetype.Execution) seedTask {
 // (which needs source), status, and start and end bounding when the
 // executions were created.
 func (s *Server) seedFilter(q url.Values) (storetype.ExecutionFilter, error) {
-	f := storetype.ExecutionFilter{Now: s.now(), Limit: maxListLimit}
+	f := storetype.ExecutionFilter{Now: s.now(), Limit: list.MaxLimit}
 	var err error
 	if q.Get("limit") != "" || q.Get("cursor") != "" || q.Get("sort") != "" {
-		if f.Sort, f.Cursor, f.Limit, err = s.pageParams(q); err != nil {
+		if f.Sort, f.Cursor, f.Limit, err = s.lists.Page(q); err != nil {
 			return f, err
 		}
 	}
@@ -107,10 +108,10 @@ func (s *Server) seedFilter(q url.Values) (storetype.ExecutionFilter, error) {
 		}
 		f.Recorded = []string{recorded}
 	}
-	if f.From, err = timeParam(q, "start", false, f.Now); err != nil {
+	if f.From, err = list.Time(q, "start", false, f.Now); err != nil {
 		return f, err
 	}
-	f.To, err = timeParam(q, "end", true, f.Now)
+	f.To, err = list.Time(q, "end", true, f.Now)
 	return f, err
 }
 
@@ -132,7 +133,7 @@ func (s *Server) v1ListTasks(w http.ResponseWriter, r *http.Request) {
 	for _, e := range p.Rows {
 		tasks = append(tasks, asSeedTask(e))
 	}
-	pageHeaders(w, r, v1Params, p)
+	list.Headers(w, r, v1Params, p)
 	s.writeJSON(w, r, map[string]any{"tasks": tasks})
 }
 

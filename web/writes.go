@@ -16,6 +16,8 @@ import (
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/web/auth"
+	"github.com/jobdrop/jobdrop/web/field"
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // maxBody bounds the body of every request but an upload's.
@@ -295,10 +297,10 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 	if event != "" {
 		answer["audit"] = event
 	}
-	if len(sent) > maxListLimit {
+	if len(sent) > list.MaxLimit {
 		// The count says how many; the keys of a large bulk action would
 		// make an answer of megabytes.
-		answer["tasks"], answer["tasksCut"] = sent[:maxListLimit], true
+		answer["tasks"], answer["tasksCut"] = sent[:list.MaxLimit], true
 	}
 	s.writeJSON(w, r, answer)
 }
@@ -330,7 +332,7 @@ type bulk struct {
 // how many.
 func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb string) (bulk, bool) {
 	var b bulk
-	f, err := s.taskFilter(r.URL.Query())
+	f, err := s.lists.Tasks(r.URL.Query())
 	if err != nil {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return b, false
@@ -375,7 +377,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 	if err == nil {
 		err = flush()
 	}
-	b.event = s.auditBulk(r, verb, filterURL("/tasks", listQuery(r.URL.Query(), taskParams)), b, start, err)
+	b.event = s.auditBulk(r, verb, filterURL("/tasks", list.Query(r.URL.Query(), list.TaskParams)), b, start, err)
 	switch {
 	case err == nil:
 		return b, true
@@ -446,8 +448,8 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The message is the report's audit detail too: bounded and cleaned.
-	rep := record.Status{FireID: fireID, Status: st, Message: cleanField(body.Message, maxAuditDetail),
-		Worker: cleanField(body.Worker, maxAuditName), At: s.cfg.Now().UnixMilli()}
+	rep := record.Status{FireID: fireID, Status: st, Message: field.Clean(body.Message, field.MaxDetail),
+		Worker: field.Clean(body.Worker, field.MaxName), At: s.cfg.Now().UnixMilli()}
 	if rep.Worker == "" {
 		rep.Worker = actor(r)
 	}
