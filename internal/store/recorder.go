@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/retry"
 )
 
 // RecorderConfig says where the Recorder reads from.
@@ -253,32 +254,26 @@ func (r *Recorder) startRebuild(ctx context.Context, why error) (*kgo.Client, er
 	b := &rebuild{why: why, start: time.Now()}
 	r.setRebuild(b)
 	r.rebuilds.Add(1)
-	for wait := firstApplyRetry; ; wait = min(2*wait, maxApplyRetry) {
+	if err := retry.Do(ctx, retry.Policy{Backoff: applyBackoff, Log: r.log, Level: slog.LevelError, QuietRepeats: true,
+		Msg: "cannot open the database; retrying"}, func() error {
 		err := r.st.Reopen()
-		if err == nil {
-			break
-		}
-		if prev := r.setFailing(err); prev == nil || prev.Error() != err.Error() {
-			r.log.Error("cannot open the database; retrying", "error", err, "retry_in", wait)
-		}
-		if err := pause(ctx, wait); err != nil {
-			return nil, err
-		}
+		r.setFailing(err)
+		return err
+	}); err != nil {
+		return nil, err
 	}
-	r.setFailing(nil)
 	r.notify() // pages show what the new file holds
-	for wait := firstApplyRetry; ; wait = min(2*wait, maxApplyRetry) {
+	if err := retry.Do(ctx, retry.Policy{Backoff: applyBackoff, Log: r.log, Level: slog.LevelWarn,
+		Msg: "cannot ask the brokers how far to rebuild; retrying"}, func() error {
 		ends, err := r.endOffsets(ctx, r.topics...)
 		if err == nil {
 			r.mu.Lock()
 			b.ends = ends
 			r.mu.Unlock()
-			break
 		}
-		r.log.Warn("cannot ask the brokers how far to rebuild; retrying", "error", err, "retry_in", wait)
-		if err := pause(ctx, wait); err != nil {
-			return nil, err
-		}
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	return r.consumer(ctx)
 }
@@ -430,43 +425,37 @@ func (r *Recorder) partitions(ctx context.Context) (kadm.TopicDetails, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	backoff := 250 * time.Millisecond
-	for {
+	out := make(kadm.TopicDetails)
+	err = retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 250 * time.Millisecond, Max: 10 * time.Second},
+		Log: r.log, Level: slog.LevelWarn, Msg: "cannot reach the brokers; retrying"}, func() error {
 		md, err := adm.Metadata(ctx, r.topics...)
-		if err == nil {
-			out := make(kadm.TopicDetails)
-			for topic, d := range md.Topics {
-				switch {
-				case d.Err == nil:
-					out[topic] = d
-				case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
-				default:
-					return nil, fmt.Errorf("recorder: metadata of topic %s: %w", topic, d.Err)
-				}
+		if err != nil {
+			return err
+		}
+		for topic, d := range md.Topics {
+			switch {
+			case d.Err == nil:
+				out[topic] = d
+			case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			default:
+				return retry.Permanent(fmt.Errorf("recorder: metadata of topic %s: %w", topic, d.Err))
 			}
-			return out, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		r.log.Warn("cannot reach the brokers; retrying", "error", err, "retry_in", backoff)
-		if err := pause(ctx, backoff); err != nil {
-			return nil, err
-		}
-		backoff = min(2*backoff, 10*time.Second)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // errReplaced ends apply's retries when the database file was deleted or
 // replaced meanwhile.
 var errReplaced = errors.New("the database file was replaced")
 
-// Retry bounds of apply: the first wait after a failed commit, and the
-// longest.
-const (
-	firstApplyRetry = 250 * time.Millisecond
-	maxApplyRetry   = 5 * time.Second
-)
+// applyBackoff spaces the attempts at storing records, and at reopening
+// the database and asking how far to rebuild it.
+var applyBackoff = retry.Backoff{First: 250 * time.Millisecond, Max: 5 * time.Second}
 
 // apply stores recs, trying again after a wait while the database fails,
 // until it succeeds, ctx is done (its error is then returned) or the
@@ -475,46 +464,38 @@ const (
 // until the records are stored. outcomes, when not nil, is made anew for
 // each attempt, so a failed one counts nothing.
 func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[string]int) ([]Skipped, error) {
-	wait := firstApplyRetry
-	for attempt := 1; ; attempt++ {
-		if *outcomes != nil && attempt > 1 {
+	var skipped []Skipped
+	attempt := 0
+	err := retry.Do(ctx, retry.Policy{Backoff: applyBackoff, Log: r.log, Level: slog.LevelError, QuietRepeats: true,
+		Msg: "cannot store records; retrying until the database takes them"}, func() error {
+		if attempt++; *outcomes != nil && attempt > 1 {
 			*outcomes = make(map[string]int)
 		}
-		skipped, err := r.st.apply(ctx, r.cfg.Topics, recs, *outcomes, r.cfg.MaxLogBytes)
+		var err error
+		skipped, err = r.st.apply(ctx, r.cfg.Topics, recs, *outcomes, r.cfg.MaxLogBytes)
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		if err == nil {
+			// Failing may be left from an earlier call, cut short
+			// by a replaced file.
 			if r.setFailing(nil) != nil {
-				r.log.Info("storing records again", "attempts", attempt)
+				r.log.Info("storing records again", "attempt", attempt)
 			}
-			return skipped, nil
+			return nil
 		}
-		if prev := r.setFailing(err); prev == nil || prev.Error() != err.Error() {
-			r.log.Error("cannot store records; retrying until the database takes them", "error", err, "retry_in", wait)
-		}
+		r.setFailing(err)
 		if r.st.Replaced() != nil {
 			// Deleted to free space, say: these records go to the
 			// new file, read again from its own offsets.
-			return nil, errReplaced
+			return retry.Permanent(errReplaced)
 		}
-		if err := pause(ctx, wait); err != nil {
-			return nil, err
-		}
-		wait = min(2*wait, maxApplyRetry)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-// pause waits for d, or returns ctx's error as soon as ctx is done.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return skipped, nil
 }
 
 // setFailing records why records cannot be stored (nil: they can) and
