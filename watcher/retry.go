@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/jobdrop/jobdrop/internal/retry"
 )
 
 // RetryError is what a Handler returns for a file it could not handle for
@@ -26,36 +28,22 @@ const firstRetry = time.Second
 
 // retry runs attempt until it returns nil, waiting between attempts, and
 // reports whether it did; false means ctx was done first. A failure is
-// logged as "cannot " + task, once for each different error, and the
-// success that ends a series of failures is logged too. The folder's
-// worker waits here, so its later files wait behind this one and keep
-// their order.
+// logged as "cannot " + task at ERROR, once for each different error (at
+// DEBUG when it repeats the previous one), and the success that ends a
+// series of failures is logged too. The folder's worker waits here, so
+// its later files wait behind this one and keep their order.
 func (f *folder) retry(ctx context.Context, log *slog.Logger, task string, attempt func() error) bool {
-	wait := min(firstRetry, f.rescan)
-	last := ""
-	for n := 1; ; n++ {
+	return retry.Do(ctx, retry.Policy{
+		Backoff:      retry.Backoff{First: min(firstRetry, f.rescan), Max: f.rescan},
+		Clock:        f.clock,
+		Log:          log,
+		Level:        slog.LevelError,
+		QuietRepeats: true,
+		Msg:          "cannot " + task + "; retrying until it works",
+		Recovered:    "retry succeeded: " + task,
+	}, func() error {
 		err := attempt()
 		f.status.retrying(err, f.clock.Now())
-		if err == nil {
-			if n > 1 {
-				log.Info("retry succeeded: "+task, "attempts", n)
-			}
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		if msg := err.Error(); msg != last {
-			last = msg
-			log.Error("cannot "+task+"; retrying until it works", "error", err, "retry_in", wait, "attempt", n)
-		} else {
-			log.Debug("cannot "+task+"; retrying", "error", err, "retry_in", wait, "attempt", n)
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-f.clock.After(wait):
-		}
-		wait = min(2*wait, f.rescan)
-	}
+		return err
+	}) == nil
 }
