@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/retry"
 )
 
 // EnsureTopics creates jobdrop's topics where they are missing (the state
@@ -140,24 +141,25 @@ func checkShapes(t record.Topics, found map[string]topicShape, c Config) []error
 // listMade lists a topic another client just created, waiting out the
 // client's metadata cache, which still holds it missing for a few seconds.
 func listMade(ctx context.Context, adm *kadm.Client, name string) (kadm.TopicDetail, error) {
-	for {
+	var d kadm.TopicDetail
+	err := retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 250 * time.Millisecond}}, func() error {
 		details, err := adm.ListTopics(ctx, name)
 		if err != nil {
-			return kadm.TopicDetail{}, fmt.Errorf("topic %s: %w", name, err)
+			return retry.Permanent(fmt.Errorf("topic %s: %w", name, err))
 		}
-		d := details[name]
-		if !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			if d.Err != nil {
-				return d, fmt.Errorf("topic %s: %w", name, d.Err)
-			}
-			return d, nil
+		d = details[name]
+		switch {
+		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			return d.Err
+		case d.Err != nil:
+			return retry.Permanent(fmt.Errorf("topic %s: %w", name, d.Err))
 		}
-		select {
-		case <-ctx.Done():
-			return d, fmt.Errorf("topic %s: exists, says the broker, but is not listed yet: %w", name, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+		return nil
+	})
+	if cerr := ctx.Err(); err != nil && err == cerr {
+		return d, fmt.Errorf("topic %s: exists, says the broker, but is not listed yet: %w", name, cerr)
 	}
+	return d, err
 }
 
 // topicShape is what the checks need of a topic's layout.

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/retry"
 )
 
 // Config configures a Registry.
@@ -94,25 +96,26 @@ func (r *Registry) load(ctx context.Context) error {
 	if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
 		return resp.Err
 	}
-	// A topic just created may not be known to every broker yet.
+	// A topic just created may not be known to every broker yet: asked
+	// for 5 s at most.
 	var end kadm.ListedOffset
-	for try := 0; ; try++ {
+	errNoEnd := errors.New("no end offset")
+	err = retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 100 * time.Millisecond}, Attempts: 51}, func() error {
 		ends, err := adm.ListEndOffsets(ctx, r.cfg.Topic)
 		if err != nil {
-			return err
+			return retry.Permanent(err)
 		}
 		var ok bool
 		if end, ok = ends.Lookup(r.cfg.Topic, 0); ok && end.Err == nil {
-			break
+			return nil
 		}
-		if try == 50 {
-			return fmt.Errorf("no end offset: %v", end.Err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return errNoEnd
+	})
+	if errors.Is(err, errNoEnd) {
+		return fmt.Errorf("no end offset: %v", end.Err)
+	}
+	if err != nil {
+		return err
 	}
 	for next := int64(0); next < end.Offset; {
 		fs := r.cl.PollFetches(ctx)
