@@ -195,21 +195,19 @@ func (in *Injector) Close() {
 	}
 }
 
-// Arrive records an event of a file's arrival (a.Arrival set): received,
-// converting, failed or withdrawn. It is produced outside any transaction,
-// so it is not held up by a file being injected; done, when not nil, is
-// called with the outcome once the brokers have it. Events of one arrival
-// keep their order, and come before the file's batch event as long as each
-// was done before the file was injected.
-func (in *Injector) Arrive(ctx context.Context, a record.Audit, done func(error)) {
+// Arrive records an event of the arrival arr, as handled by actor:
+// received, converting, failed or withdrawn (action), with its outcome
+// and detail, at the injector's clock. It is produced outside any
+// transaction, so it is not held up by a file being injected; done, when
+// not nil, is called with the outcome once the brokers have it. Events of
+// one arrival keep their order, and come before the file's batch event as
+// long as each was done before the file was injected.
+func (in *Injector) Arrive(ctx context.Context, actor, action, outcome, detail string, arr record.Arrival, done func(error)) {
 	if done == nil {
 		done = func(error) {}
 	}
-	if a.ID == "" {
-		now := in.cfg.Now()
-		a.At = now.UnixMilli()
-		a.ID = a.Action + ":" + a.Arrival.ID + ":" + strconv.FormatInt(now.UnixNano(), 36)
-	}
+	a := record.NewAudit(in.cfg.Now(), actor, action, arr.File, outcome)
+	a.Detail, a.Arrival = detail, &arr
 	in.notices.Produce(ctx, in.encodeAudit(a), func(_ *kgo.Record, err error) { done(err) })
 }
 
@@ -222,19 +220,11 @@ func (in *Injector) Moved(ctx context.Context, actor string, b record.Batch, pat
 	if done == nil {
 		done = func(error) {}
 	}
-	now := in.cfg.Now()
-	a := record.Audit{
-		ID:      record.ActionFileMoved + ":" + b.ID + ":" + strconv.FormatInt(now.UnixNano(), 36),
-		At:      now.UnixMilli(),
-		Actor:   actor,
-		Action:  record.ActionFileMoved,
-		Object:  path,
-		Outcome: record.OutcomeOK,
-		Detail:  b.File + " moved to " + path,
-		// The batch, not the arrival, names the file: the arrival may be
-		// a new file of the same name already.
-		Batch: &record.Batch{ID: b.ID, File: b.File, Folder: b.Folder},
-	}
+	a := record.NewAudit(in.cfg.Now(), actor, record.ActionFileMoved, path, record.OutcomeOK)
+	a.Detail = b.File + " moved to " + path
+	// The batch, not the arrival, names the file: the arrival may be a new
+	// file of the same name already.
+	a.Batch = &record.Batch{ID: b.ID, File: b.File, Folder: b.Folder}
 	in.notices.Produce(ctx, in.encodeAudit(a), func(_ *kgo.Record, err error) { done(err) })
 }
 
@@ -795,14 +785,11 @@ func (in *Injector) Send(ctx context.Context, actor string, defs ...task.Definit
 // topic, with its audit event, in one transaction.
 func (in *Injector) ReportStatus(ctx context.Context, actor string, s record.Status) error {
 	v, _ := json.Marshal(s)
-	now := in.cfg.Now()
+	a := record.NewAudit(in.cfg.Now(), actor, "execution."+strings.ToLower(s.Status), s.FireID, record.OutcomeOK)
+	a.Detail = s.Message
 	return in.transact(ctx, func(produce func(*kgo.Record)) error {
 		produce(&kgo.Record{Topic: in.cfg.Topics.Status, Key: []byte(s.FireID), Value: v})
-		produce(in.encodeAudit(record.Audit{
-			ID: "execution.status:" + s.FireID + ":" + strconv.FormatInt(now.UnixNano(), 36), At: now.UnixMilli(),
-			Actor: actor, Action: "execution." + strings.ToLower(s.Status), Object: s.FireID, Outcome: record.OutcomeOK,
-			Detail: s.Message,
-		}))
+		produce(in.encodeAudit(a))
 		return nil
 	})
 }
@@ -863,17 +850,9 @@ func (in *Injector) audit(ctx context.Context, f File, action, outcome string, b
 func (in *Injector) actor(f File) string { return cmp.Or(f.Actor, in.cfg.Actor) }
 
 func (in *Injector) auditRecord(f File, action, outcome string, b *record.Batch, detail string) *kgo.Record {
-	now := in.cfg.Now()
-	return in.encodeAudit(record.Audit{
-		ID:      action + ":" + b.ID + ":" + strconv.FormatInt(now.UnixNano(), 36),
-		At:      now.UnixMilli(),
-		Actor:   in.actor(f),
-		Action:  action,
-		Object:  b.File,
-		Outcome: outcome,
-		Detail:  detail,
-		Batch:   b,
-	})
+	a := record.NewAudit(in.cfg.Now(), in.actor(f), action, b.File, outcome)
+	a.Detail, a.Batch = detail, b
+	return in.encodeAudit(a)
 }
 
 func (in *Injector) encodeAudit(a record.Audit) *kgo.Record {

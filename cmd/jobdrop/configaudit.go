@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -158,15 +157,9 @@ func auditConfig(ctx context.Context, a auditor, cfg Config, now time.Time) erro
 // nodeEvent is an audit event of a node about itself: its start, its
 // configuration.
 func nodeEvent(node, action, detail string, now time.Time) record.Audit {
-	return record.Audit{
-		ID:      action + ":" + node + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + rand.Text()[:8],
-		At:      now.UnixMilli(),
-		Actor:   node,
-		Action:  action,
-		Object:  node,
-		Outcome: record.OutcomeOK,
-		Detail:  detail,
-	}
+	a := record.NewAudit(now, node, action, node, record.OutcomeOK)
+	a.Detail = detail
+	return a
 }
 
 // auditor writes audit events; the injector is one.

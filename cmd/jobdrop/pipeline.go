@@ -106,14 +106,12 @@ func (p *pipeline) FileRefused(dir, name string, err *watcher.RefusedError) {
 // differ from the name itself.
 func (p *pipeline) arrive(ctx context.Context, dir, name, action, detail string, done func(error)) {
 	shown := watcher.DisplayName(name)
-	a := record.Audit{
-		Actor: p.node, Action: action, Object: shown, Outcome: record.OutcomeOK, Detail: detail,
-		Arrival: &record.Arrival{ID: record.ArrivalID(dir, name), File: shown, Folder: dir},
-	}
+	outcome := record.OutcomeOK
 	if action == record.ActionFileFailed {
-		a.Outcome = record.OutcomeRejected
+		outcome = record.OutcomeRejected
 	}
-	p.inj.Arrive(ctx, a, func(err error) {
+	arr := record.Arrival{ID: record.ArrivalID(dir, name), File: shown, Folder: dir}
+	p.inj.Arrive(ctx, p.node, action, outcome, detail, arr, func(err error) {
 		if err != nil {
 			p.log.Warn("cannot record the file's arrival", "file", name, "dir", dir, "action", action, "error", err)
 		}

@@ -139,10 +139,11 @@ func (c converter) auditRec(rec *kgo.Record, object, action, outcome, why string
 	if object == "" {
 		object = where
 	}
-	now := c.now()
-	a := record.Audit{ID: action + ":" + where, At: now.UnixMilli(),
-		Actor: Actor, Action: action, Object: object, Outcome: outcome,
-		Detail: fmt.Sprintf("schedule at %s (key %s) %s", where, quoteKey(rec.Key), why)}
+	// Keyed by the schedule record's place: one record is one event however
+	// often a bridge reads it (again after an aborted transaction, or as
+	// the partition's next owner), a guard beside the transaction's.
+	a := record.NewAudit(c.now(), Actor, action, object, outcome).Keyed(where)
+	a.Detail = fmt.Sprintf("schedule at %s (key %s) %s", where, quoteKey(rec.Key), why)
 	v, _ := json.Marshal(a)
 	return &kgo.Record{Topic: c.audit, Key: []byte(Actor), Value: v}
 }

@@ -1,9 +1,11 @@
 package record
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+	"time"
 
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -300,6 +302,36 @@ type Audit struct {
 	// Arrival is set on the events of a file's arrival, before its
 	// content is known.
 	Arrival *Arrival `json:"arrival,omitempty"`
+}
+
+// NewAudit is the one way to make an audit event: actor did action to
+// object at at, and it ended in outcome. Set Detail, Batch and Arrival on
+// what it returns.
+//
+// The event's ID is 128 random bits in hex, its own whatever else it
+// holds: the store keeps one row per ID, so two events alike in every
+// field, even within one millisecond, are both kept. A replay of the
+// audit topic still stores each event once, since the ID travels in the
+// record. An event that must be stored once however often it is written
+// takes its ID from Keyed instead.
+func NewAudit(at time.Time, actor, action, object, outcome string) Audit {
+	var id [16]byte
+	rand.Read(id[:]) // never fails: it crashes the program instead
+	return Audit{ID: hex.EncodeToString(id[:]), At: at.UnixMilli(), Actor: actor, Action: action, Object: object,
+		Outcome: outcome}
+}
+
+// Keyed returns a with an ID that follows from its action and key, for an
+// event that is one event however often it is written: by two nodes that
+// both do the same thing (reap one execution), or by a retry or a replay
+// of what it answers (a schedule record read again after an aborted
+// transaction). The store keeps the first and drops the others. key must
+// name that one thing within the action: a fire id, a record's place in
+// its topic. A keyed ID holds a colon and a random one never does, so the
+// two never meet.
+func (a Audit) Keyed(key string) Audit {
+	a.ID = a.Action + ":" + key
+	return a
 }
 
 // Arrival is a file on its way in, named by ArrivalID of its folder and

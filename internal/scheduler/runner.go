@@ -1159,18 +1159,23 @@ func changeAction(old, d *task.Definition) string {
 // engineAudit is an audit event of the engine's own doing to the task
 // with key, about its fire fireID, at now: the node is its actor.
 func (r *runner) engineAudit(action, key, fireID, outcome, detail string, now int64) *kgo.Record {
-	a := record.Audit{ID: action + ":" + fireID + ":" + strconv.FormatInt(now, 36), At: now,
-		Actor: r.e.cfg.Node, Action: action, Object: key, Outcome: outcome, Detail: detail}
+	a := record.NewAudit(time.UnixMilli(now), r.e.cfg.Node, action, key, outcome)
+	a.Detail = detail
 	return &kgo.Record{Topic: r.e.cfg.Topics.Audit, Key: []byte(a.Actor), Value: encode(a)}
 }
 
+// audit is the audit event of a command of src, sent at at, by its actor.
+// Its ID is random, not made of the command's fields: the command is
+// audited in the transaction that checkpoints past it, so once however
+// often the engine restores, and two commands alike to the byte (two
+// clients deleting one task in the same millisecond) are two events.
 func (r *runner) audit(src record.Source, action, object, outcome, detail string, at time.Time) *kgo.Record {
 	actor := src.Actor
 	if actor == "" {
 		actor = "unknown"
 	}
-	a := record.Audit{ID: action + ":" + object + ":" + strconv.FormatInt(at.UnixNano(), 36), At: at.UnixMilli(),
-		Actor: actor, Action: action, Object: object, Outcome: outcome, Detail: detail}
+	a := record.NewAudit(at, actor, action, object, outcome)
+	a.Detail = detail
 	if src.Batch != "" {
 		a.Detail = fmt.Sprintf("%s (file %s row %d)", detail, src.File, src.Row)
 	}

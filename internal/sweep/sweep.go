@@ -187,8 +187,11 @@ func (s *Sweeper) reaped(u storetype.Unfinished) (record.Status, record.Audit) {
 	}
 	msg := fmt.Sprintf("no final status within timeout (%s) + grace (%s); reaped", u.Timeout, s.cfg.ReapGrace)
 	st := record.Status{FireID: u.FireID, Status: record.StatusFailed, Message: msg, Worker: record.ReaperWorker, At: at}
-	ev := record.Audit{ID: record.ActionExecutionReaped + ":" + u.FireID, At: at, Actor: s.cfg.Node,
-		Action: record.ActionExecutionReaped, Object: u.FireID, Outcome: record.OutcomeOK,
-		Detail: fmt.Sprintf("%s/%s: %s, %s", u.Host, u.Name, u.Status, msg)}
+	// Keyed by the execution: every node's sweeper reaps what its own view
+	// shows, and a round retries a reap whose answer it did not get, so one
+	// reaping may be written more than once; it is stored once.
+	ev := record.NewAudit(time.UnixMilli(at), s.cfg.Node, record.ActionExecutionReaped, u.FireID, record.OutcomeOK).
+		Keyed(u.FireID)
+	ev.Detail = fmt.Sprintf("%s/%s: %s, %s", u.Host, u.Name, u.Status, msg)
 	return st, ev
 }

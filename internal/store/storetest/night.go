@@ -85,12 +85,15 @@ func (n Night) Fill(ctx context.Context, st *store.Store) error {
 		}
 		return nil
 	}
-	created := n.Now.Add(-n.Span - 2*time.Hour).UnixMilli()
+	// Keyed audit events, as every id of a night is made of its numbers:
+	// one night fills alike at every run.
+	createdAt := n.Now.Add(-n.Span - 2*time.Hour)
+	created := createdAt.UnixMilli()
 	for h := range n.Hosts {
 		file := Host(h) + ".csv"
-		if err := add(topics.Audit, "watcher", record.Audit{ID: "file-" + file, At: created, Actor: "watcher",
-			Action: record.ActionFileInjected, Object: file, Outcome: record.OutcomeOK,
-			Batch: &record.Batch{ID: Batch(h), File: file, Folder: "inbox", Rows: n.Tasks / n.Hosts}}); err != nil {
+		ev := record.NewAudit(createdAt, "watcher", record.ActionFileInjected, file, record.OutcomeOK).Keyed(file)
+		ev.Batch = &record.Batch{ID: Batch(h), File: file, Folder: "inbox", Rows: n.Tasks / n.Hosts}
+		if err := add(topics.Audit, "watcher", ev); err != nil {
 			return err
 		}
 	}
@@ -108,8 +111,8 @@ func (n Night) Fill(ctx context.Context, st *store.Store) error {
 		if n.Lean {
 			continue
 		}
-		if err := add(topics.Audit, "watcher", record.Audit{ID: "created-" + d.Key(), At: created, Actor: "watcher",
-			Action: record.ActionTaskCreated, Object: d.Key(), Outcome: record.OutcomeOK}); err != nil {
+		ev := record.NewAudit(createdAt, "watcher", record.ActionTaskCreated, d.Key(), record.OutcomeOK).Keyed(d.Key())
+		if err := add(topics.Audit, "watcher", ev); err != nil {
 			return err
 		}
 	}
