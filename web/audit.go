@@ -14,7 +14,7 @@ type auditModel struct {
 	Query   url.Values
 	Actions []string
 	Events  []storetype.AuditEvent
-	Pager   pager
+	Pager   list.Pager
 }
 
 type auditHandler struct{ s *Server }
@@ -36,7 +36,7 @@ func (h auditHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	m.Events, m.Pager = p.Rows, pagerOf(r, list.AuditParams, p, "events")
+	m.Events, m.Pager = p.Rows, list.PagerOf(r, list.AuditParams, p, "events")
 	if m.Actions, err = h.s.src.AuditActions(r.Context()); err != nil {
 		h.s.fail(w, r, err)
 		return

@@ -38,13 +38,13 @@ var perTaskAction = map[string]string{
 const bulkSince = "; per-task events from "
 
 // auditBulk writes the one audit event of a bulk action on the tasks of
-// list (the task list's URL with its filters) that began at start and
+// tasks (the task list's URL with its filters) that began at start and
 // ended with err, and returns its id ("" when it could not be written,
 // which is logged).
-func (s *Server) auditBulk(r *http.Request, verb, list string, b bulk, start time.Time, err error) string {
-	outcome, detail := record.OutcomeOK, fmt.Sprintf("%s tasks selected, %s sent", thousands(b.selected), thousands(len(b.sent)))
+func (s *Server) auditBulk(r *http.Request, verb, tasks string, b bulk, start time.Time, err error) string {
+	outcome, detail := record.OutcomeOK, fmt.Sprintf("%s tasks selected, %s sent", list.Thousands(b.selected), list.Thousands(len(b.sent)))
 	if skipped := b.selected - len(b.sent); err == nil && skipped > 0 {
-		detail += fmt.Sprintf(", %s %s already", thousands(skipped), perTaskAction[verb][len("task."):])
+		detail += fmt.Sprintf(", %s %s already", list.Thousands(skipped), perTaskAction[verb][len("task."):])
 	}
 	switch {
 	case err != nil:
@@ -55,7 +55,7 @@ func (s *Server) auditBulk(r *http.Request, verb, list string, b bulk, start tim
 	// The detail is cut at its end by the audit's bound: the moment goes
 	// first.
 	detail = field.Clean(detail, field.MaxDetail-len(bulkSince)-len(time.RFC3339Nano)) + bulkSince + start.UTC().Format(time.RFC3339Nano)
-	return s.auditID(r, bulkPrefix+verb, actor(r), list, outcome, detail)
+	return s.auditID(r, bulkPrefix+verb, actor(r), tasks, outcome, detail)
 }
 
 // bulkSinceRE finds the moment a bulk event's per-task events follow from.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // The dashboard's charts are SVG drawn here, on the server: no script, and
@@ -80,8 +82,8 @@ type chartTick struct {
 func newTimelineChart(t *timeline, g *grouping, loc *time.Location) timelineChart {
 	c := timelineChart{By: g.By, Width: tlWidth}
 	y := tlTop
-	c.Rows = append(c.Rows, chartRow{Label: "all", Sub: thousands(t.Fires) + " fires", Class: "total", Y: y, Height: tlTotalH,
-		Title: fmt.Sprintf("All: %s fires; at most %s in a minute (%s)", thousands(t.Fires), thousands(t.Total[g.Busiest.Minute]), clock(t.at(g.Busiest.Minute), loc)),
+	c.Rows = append(c.Rows, chartRow{Label: "all", Sub: list.Thousands(t.Fires) + " fires", Class: "total", Y: y, Height: tlTotalH,
+		Title: fmt.Sprintf("All: %s fires; at most %s in a minute (%s)", list.Thousands(t.Fires), list.Thousands(t.Total[g.Busiest.Minute]), clock(t.at(g.Busiest.Minute), loc)),
 		Path:  stepPath(t.Total, y, tlTotalH)})
 	y += tlTotalH + tlRowGap
 	rows := g.Groups
@@ -93,8 +95,8 @@ func newTimelineChart(t *timeline, g *grouping, loc *time.Location) timelineChar
 		if i == len(g.Groups) {
 			name, class = otherGroups(g.By, gr.Count), "other"
 		}
-		c.Rows = append(c.Rows, chartRow{Label: shorten(name, 20), Sub: thousands(gr.Fires) + " fires", Class: class, Y: y, Height: tlRowH,
-			Title: fmt.Sprintf("%s: %s fires; at most %s in a minute (%s)", name, thousands(gr.Fires), thousands(gr.Peak), clock(t.at(gr.PeakMinute), loc)),
+		c.Rows = append(c.Rows, chartRow{Label: shorten(name, 20), Sub: list.Thousands(gr.Fires) + " fires", Class: class, Y: y, Height: tlRowH,
+			Title: fmt.Sprintf("%s: %s fires; at most %s in a minute (%s)", name, list.Thousands(gr.Fires), list.Thousands(gr.Peak), clock(t.at(gr.PeakMinute), loc)),
 			Path:  stepPath(gr.Series, y, tlRowH)})
 		y += tlRowH + tlRowGap
 	}
@@ -115,7 +117,7 @@ func otherGroups(by string, n int) string {
 	if n == 1 {
 		return "1 other " + by
 	}
-	return thousands(n) + " other " + by + "s"
+	return list.Thousands(n) + " other " + by + "s"
 }
 
 // shorten cuts s to n characters, marking the cut.
@@ -203,7 +205,7 @@ func minuteGroupWords(g *grouping, f minuteFires) string {
 	if len(f.Groups) > 0 {
 		parts := make([]string, len(f.Groups))
 		for i, gf := range f.Groups {
-			parts[i] = g.By + " " + gf.Name + ": " + thousands(gf.Fires)
+			parts[i] = g.By + " " + gf.Name + ": " + list.Thousands(gf.Fires)
 		}
 		s += " (" + strings.Join(parts, "; ") + ")"
 	}
@@ -215,13 +217,13 @@ func fires(n int) string {
 	if n == 1 {
 		return "1 fire"
 	}
-	return thousands(n) + " fires"
+	return list.Thousands(n) + " fires"
 }
 
 // typical says the median of a minute's fires: whole, or to a half.
 func typical(m float64) string {
 	if m == math.Trunc(m) {
-		return thousands(int(m))
+		return list.Thousands(int(m))
 	}
 	return strconv.FormatFloat(m, 'f', 1, 64)
 }
@@ -231,7 +233,7 @@ func timelineWords(t *timeline, g *grouping, loc *time.Location) string {
 	if t.Fires == 0 {
 		return "Nothing fires in the next 24 hours."
 	}
-	tasks := thousands(t.Tasks) + " tasks"
+	tasks := list.Thousands(t.Tasks) + " tasks"
 	if t.Tasks == 1 {
 		tasks = "1 task"
 	}
@@ -247,7 +249,7 @@ func timelineWords(t *timeline, g *grouping, loc *time.Location) string {
 	case 1:
 		s += fmt.Sprintf(" 1 minute is a burst, with %s or more.", fires(t.Threshold))
 	default:
-		s += fmt.Sprintf(" %s minutes are bursts, with %s or more.", thousands(t.BurstMinutes), fires(t.Threshold))
+		s += fmt.Sprintf(" %s minutes are bursts, with %s or more.", list.Thousands(t.BurstMinutes), fires(t.Threshold))
 	}
 	return s
 }
@@ -307,7 +309,7 @@ func activityCharts(c *recentChart, loc *time.Location) []barChart {
 			}
 		}
 		top := niceCeil(peak)
-		ch.Grid = []chartLevel{{ch.Base - acHeight, thousands(top)}, {ch.Base, "0"}}
+		ch.Grid = []chartLevel{{ch.Base - acHeight, list.Thousands(top)}, {ch.Base, "0"}}
 		total := 0
 		for i, b := range c.Buckets {
 			n := of(i)
@@ -319,13 +321,13 @@ func activityCharts(c *recentChart, loc *time.Location) []barChart {
 			end := b.Start.Add(time.Duration(c.StepSeconds) * time.Second)
 			ch.Bars[i].Y, ch.Bars[i].H = ch.Base-h, h
 			ch.Bars[i].Href = href(b.Start, end)
-			ch.Bars[i].Title = fmt.Sprintf("%s to %s: %s %s", clock(b.Start, loc), clock(end, loc), thousands(n), what)
+			ch.Bars[i].Title = fmt.Sprintf("%s to %s: %s %s", clock(b.Start, loc), clock(end, loc), list.Thousands(n), what)
 		}
 		ch.Title = fmt.Sprintf("%s%s, %s", strings.ToUpper(what[:1]), what[1:], span)
 		ch.Caption = ch.Title + "; each bar leads to its executions."
-		ch.Desc = fmt.Sprintf("%s %s in all", thousands(total), what)
+		ch.Desc = fmt.Sprintf("%s %s in all", list.Thousands(total), what)
 		if peak > 0 {
-			ch.Desc += fmt.Sprintf("; the most, %s, from %s", thousands(peak), clock(c.Buckets[peakAt].Start, loc))
+			ch.Desc += fmt.Sprintf("; the most, %s, from %s", list.Thousands(peak), clock(c.Buckets[peakAt].Start, loc))
 		}
 		ch.Desc += "."
 		return ch
@@ -445,7 +447,7 @@ func lateness(ms int64) string {
 // activityWords says in a sentence what the charts of the last hours
 // show.
 func activityWords(c *recentChart, loc *time.Location) string {
-	s := fmt.Sprintf("From %s to %s: %s", clock(c.From, loc), clock(c.To, loc), thousands(c.Fires))
+	s := fmt.Sprintf("From %s to %s: %s", clock(c.From, loc), clock(c.To, loc), list.Thousands(c.Fires))
 	if c.Fires == 1 {
 		s += " execution"
 	} else {
@@ -454,7 +456,7 @@ func activityWords(c *recentChart, loc *time.Location) string {
 	if c.Fires == 0 {
 		return s + "."
 	}
-	s += fmt.Sprintf(", %s failed (%s%%). Lateness: median %s, 99th percentile %s, worst %s.", thousands(c.Failures),
+	s += fmt.Sprintf(", %s failed (%s%%). Lateness: median %s, 99th percentile %s, worst %s.", list.Thousands(c.Failures),
 		strconv.FormatFloat(100*float64(c.Failures)/float64(c.Fires), 'f', 1, 64),
 		lateness(c.LatenessP50Ms), lateness(c.LatenessP99Ms), lateness(c.LatenessMaxMs))
 	return s

@@ -16,7 +16,7 @@ type executionsModel struct {
 	Query  url.Values
 	Filter storetype.ExecutionFilter
 	Rows   []storetype.Execution
-	Pager  pager
+	Pager  list.Pager
 }
 
 type executionsHandler struct{ s *Server }
@@ -38,6 +38,6 @@ func (h executionsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := executionsModel{Now: f.Now, Query: list.Query(r.URL.Query(), list.ExecutionParams), Filter: f, Rows: p.Rows,
-		Pager: pagerOf(r, list.ExecutionParams, p, "executions")}
+		Pager: list.PagerOf(r, list.ExecutionParams, p, "executions")}
 	h.s.page(w, r, http.StatusOK, "Executions", "executions", executionsView(m))
 }

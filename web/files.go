@@ -15,7 +15,7 @@ import (
 type filesModel struct {
 	Query url.Values
 	Rows  []storetype.File
-	Pager pager
+	Pager list.Pager
 }
 
 type filesHandler struct{ s *Server }
@@ -37,7 +37,7 @@ func (h filesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.s.page(w, r, http.StatusOK, "Files", "files", filesView(filesModel{Query: list.Query(r.URL.Query(), list.FileParams),
-		Rows: p.Rows, Pager: pagerOf(r, list.FileParams, p, "files")}))
+		Rows: p.Rows, Pager: list.PagerOf(r, list.FileParams, p, "files")}))
 }
 
 // fileModel is one file's page: the file, the tasks it defines and its

@@ -21,7 +21,7 @@ type tasksModel struct {
 	CanOperate bool
 	Back       string
 	Tasks      []storetype.Task
-	Pager      pager
+	Pager      list.Pager
 }
 
 type tasksHandler struct{ s *Server }
@@ -43,7 +43,7 @@ func (h tasksHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	m.Tasks, m.Pager = p.Rows, pagerOf(r, list.TaskParams, p, "tasks")
+	m.Tasks, m.Pager = p.Rows, list.PagerOf(r, list.TaskParams, p, "tasks")
 	h.s.page(w, r, http.StatusOK, "Tasks", "tasks", tasksView(m))
 }
 
