@@ -11,9 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/jobdrop/jobdrop/internal/backoff"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/retry"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -91,19 +91,15 @@ func (b *Bridge) Live() bool { return b.live.Load() }
 // Run consumes the schedule topics until ctx is done, starting over after
 // a failure of the cluster.
 func (b *Bridge) Run(ctx context.Context) {
-	wait := backoff.Exponential{First: 100 * time.Millisecond, Max: 10 * time.Second}
-	for failures := 1; ctx.Err() == nil; failures++ {
+	_ = retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 100 * time.Millisecond, Max: 10 * time.Second},
+		Log: b.cfg.Log, Level: slog.LevelWarn, Msg: "schedule topics: starting over"}, func() error {
 		err := b.session(ctx)
 		b.live.Store(false)
-		if ctx.Err() != nil {
-			return
+		if err == nil {
+			err = errors.New("session ended") // only once ctx is done
 		}
-		b.cfg.Log.Warn("schedule topics: starting over", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait.Wait(failures)):
-		}
-	}
+		return err
+	})
 }
 
 // livePoll bounds one wait for records.

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/avro"
-	"github.com/jobdrop/jobdrop/internal/backoff"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/retry"
 )
 
 // Config configures an Engine.
@@ -121,7 +121,7 @@ func (p FaultPolicy) Validate() error {
 
 // wait is the wait after the n-th refused attempt at one occurrence.
 func (p FaultPolicy) wait(n int) time.Duration {
-	return backoff.Exponential{First: p.FirstRetry, Max: p.MaxRetry}.Wait(n)
+	return retry.Backoff{First: p.FirstRetry, Max: p.MaxRetry}.Wait(n)
 }
 
 // TargetChecker says whether a target topic can be written.

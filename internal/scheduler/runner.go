@@ -21,9 +21,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/jobdrop/jobdrop/internal/backoff"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/retry"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -122,34 +122,30 @@ func (r *runner) stop() {
 	<-r.done
 }
 
-// restartWait spaces the sessions of a runner that keeps failing.
-var restartWait = backoff.Exponential{First: 100 * time.Millisecond, Max: 10 * time.Second}
+// restartWait spaces the sessions of a runner that keeps failing. The
+// waits are on the real clock: a test's fake clock decides what is due,
+// and a restarting runner never counts among the waiters on it.
+var restartWait = retry.Backoff{First: 100 * time.Millisecond, Max: 10 * time.Second}
 
 func (r *runner) run(ctx context.Context) {
 	defer close(r.done)
-	for failures := 1; ctx.Err() == nil; failures++ {
+	err := retry.Do(ctx, retry.Policy{Backoff: restartWait, Log: r.log, Level: slog.LevelError,
+		Msg: "runner failed; restoring the partition again"}, func() error {
 		err := r.session(ctx)
 		if errors.Is(err, errCrashed) {
-			return // a dead process ends nothing and closes nothing
+			return retry.Permanent(err) // a dead process ends nothing and closes nothing
 		}
 		r.closeClients()
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, errCrashed) {
-			return
-		}
 		if errors.Is(err, errFenced) {
-			r.log.Warn("partition taken over by another instance; stopping", "err", err)
-			return
+			return retry.Permanent(err)
 		}
-		wait := restartWait.Wait(failures)
-		r.log.Error("runner failed; restoring the partition again", "err", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
+		if err == nil {
+			err = errors.New("session ended") // only once ctx is done
 		}
+		return err
+	})
+	if errors.Is(err, errFenced) && ctx.Err() == nil {
+		r.log.Warn("partition taken over by another instance; stopping", "err", err)
 	}
 }
 
