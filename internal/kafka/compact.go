@@ -87,7 +87,7 @@ func (b *Broker) compactEvery(interval time.Duration, log *slog.Logger) {
 		case errors.Is(err, errBrokerClosed):
 			return
 		case err != nil:
-			log.Error("compaction failed; the topics are as they were", "err", err, "retry_in", interval)
+			log.Error("compaction failed; the topics are as they were", "err", err, "delay_ms", interval.Milliseconds())
 			wait = interval
 		case c.deferred != "":
 			log.Debug("compaction waits for an open transaction", "partition", c.deferred)

@@ -112,7 +112,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("sweep failed; trying again", "error", err, "retry_in", s.cfg.Interval)
+			s.log.Warn("sweep failed; trying again", "err", err, "delay_ms", s.cfg.Interval.Milliseconds())
 		}
 		select {
 		case <-ctx.Done():
