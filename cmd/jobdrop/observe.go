@@ -18,6 +18,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/metrics"
+	"github.com/jobdrop/jobdrop/internal/retry"
 	"github.com/jobdrop/jobdrop/internal/store"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
@@ -262,29 +263,17 @@ func (r *readiness) checks(ctx context.Context) []web.ReadyCheck {
 // waitWritable returns once dir takes writes (see writable), or with ctx's
 // error once ctx is done. On a full disk jobdrop so waits for space
 // instead of exiting, which under a service manager would restart it in
-// a loop; the wait is logged once, and its end.
+// a loop; the wait is logged once (again should its cause change), and
+// its end.
 func waitWritable(ctx context.Context, dir string, log *slog.Logger) error {
-	wait := time.Second
-	for logged := false; ; logged = true {
-		err := writable(dir)
-		if err == nil {
-			if logged {
-				log.Info("the data dir takes writes again; starting", "data_dir", dir)
-			}
-			return nil
-		}
-		if !logged {
-			log.Error("cannot start: the data dir does not take writes; waiting until it does", "error", err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		wait = min(2*wait, 10*time.Second)
-	}
+	return retry.Do(ctx, retry.Policy{
+		Backoff:      retry.Backoff{First: time.Second, Max: 10 * time.Second},
+		Log:          log.With("data_dir", dir),
+		Level:        slog.LevelError,
+		QuietRepeats: true,
+		Msg:          "cannot start: the data dir does not take writes; waiting until it does",
+		Recovered:    "the data dir takes writes again; starting",
+	}, func() error { return writable(dir) })
 }
 
 // writable checks that dir takes a new file of a few kilobytes, which
