@@ -2,12 +2,12 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/api"
 	"github.com/jobdrop/jobdrop/web/auth"
 	"github.com/jobdrop/jobdrop/web/report"
 )
@@ -175,22 +175,11 @@ func (s *Server) taskReportFilter(w http.ResponseWriter, r *http.Request) (store
 		s.badRequest(w, r, err.Error())
 		return f, false
 	}
-	if err := s.fileKnown(r.Context(), f); err != nil {
+	if err := api.FileKnown(r.Context(), s.src, f); err != nil {
 		s.fail(w, r, err)
 		return f, false
 	}
 	return f, true
-}
-
-// fileKnown checks that the file a task filter names exists.
-func (s *Server) fileKnown(ctx context.Context, f storetype.TaskFilter) error {
-	if f.Batch == "" {
-		return nil
-	}
-	if _, err := s.src.BatchByID(ctx, f.Batch); err != nil {
-		return fmt.Errorf("file %s (the file's id, as its page shows): %w", f.Batch, err)
-	}
-	return nil
 }
 
 func (s *Server) exportTasksCSV(w http.ResponseWriter, r *http.Request) {

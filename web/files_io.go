@@ -271,7 +271,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dest := filepath.Join(s.cfg.UploadDir, m.Name)
-	actor := actor(r)
+	actor := auth.Who(r.Context()).Name
 	undo := func() {}
 	if s.cfg.Uploader != nil {
 		undo = s.cfg.Uploader.Uploading(dest, actor)

@@ -418,9 +418,9 @@ func fileView(m fileModel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var21 templ.SafeURL
-			templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(filterURL("/tasks/export.csv", fileQuery(m.File.ID))))
+			templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(list.FilterURL("/tasks/export.csv", fileQuery(m.File.ID))))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/files.templ`, Line: 86, Col: 103}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/files.templ`, Line: 86, Col: 108}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 			if templ_7745c5c3_Err != nil {
@@ -431,9 +431,9 @@ func fileView(m fileModel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var22 templ.SafeURL
-			templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(filterURL("/tasks/export.xlsx", fileQuery(m.File.ID))))
+			templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(list.FilterURL("/tasks/export.xlsx", fileQuery(m.File.ID))))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/files.templ`, Line: 87, Col: 105}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/files.templ`, Line: 87, Col: 110}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 			if templ_7745c5c3_Err != nil {
@@ -472,19 +472,19 @@ func fileView(m fileModel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(filterURL("/api/tasks/pause", fileQuery(m.File.ID)), "Pause all", m.Back, "Pause every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(list.FilterURL("/api/tasks/pause", fileQuery(m.File.ID)), "Pause all", m.Back, "Pause every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(filterURL("/api/tasks/resume", fileQuery(m.File.ID)), "Resume all", m.Back, "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(list.FilterURL("/api/tasks/resume", fileQuery(m.File.ID)), "Resume all", m.Back, "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(filterURL("/api/tasks/trigger", fileQuery(m.File.ID)), "Trigger all", m.Back, "Fire every active task of this file now?").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(list.FilterURL("/api/tasks/trigger", fileQuery(m.File.ID)), "Trigger all", m.Back, "Fire every active task of this file now?").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = actionButton(filterURL("/api/tasks/delete", fileQuery(m.File.ID)), "Delete all", m.Back, "Delete every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = actionButton(list.FilterURL("/api/tasks/delete", fileQuery(m.File.ID)), "Delete all", m.Back, "Delete every active task of this file?").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -811,7 +811,7 @@ func fileView(m fileModel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = moreLink(filterURL("/tasks", fileQuery(m.File.ID)), m.Tasks.Total, len(m.Tasks.Rows), "tasks of this file").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = moreLink(list.FilterURL("/tasks", fileQuery(m.File.ID)), m.Tasks.Total, len(m.Tasks.Rows), "tasks of this file").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -834,7 +834,7 @@ func fileView(m fileModel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = moreLink(filterURL("/executions", fileQuery(m.File.ID)), m.Executions.Total, len(m.Executions.Rows), "fires of this file's tasks").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = moreLink(list.FilterURL("/executions", fileQuery(m.File.ID)), m.Executions.Total, len(m.Executions.Rows), "fires of this file's tasks").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

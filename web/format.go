@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
-	"github.com/jobdrop/jobdrop/web/list"
 )
 
 // utc renders a time as people and programs read it alike: RFC 3339 in UTC.
@@ -115,25 +112,6 @@ func prettyJSON(s string) string {
 // actionURL is the API route that applies verb to one task.
 func actionURL(key, verb string) string {
 	return "/api" + taskURL(key) + "/" + verb
-}
-
-// filterURL is path with a list's filters, not its order or page, as its
-// query: the bulk actions' API routes, a report's downloads.
-func filterURL(path string, q url.Values) string {
-	f := url.Values{}
-	for k, v := range q {
-		if !slices.Contains(list.Params, k) {
-			f[k] = v
-		}
-	}
-	return path + list.QueryString(f)
-}
-
-// bulkSelects reports whether a task list's filters select tasks enough
-// for a bulk action: a file, host, name, topic or fault, not merely a
-// status.
-func bulkSelects(f storetype.TaskFilter) bool {
-	return f.Batch != "" || f.Host != "" || f.Name != "" || f.Topic != "" || f.Fault != ""
 }
 
 // diffClass styles a line of a sync's diff by its kind: "+ …" added,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
+	"github.com/jobdrop/jobdrop/web/api"
 )
 
 // What the dashboard shows at a glance, below what needs attention: the
@@ -212,7 +213,7 @@ type minuteAnswer struct {
 func newTimelineAnswer(t *timeline, by string) timelineAnswer {
 	g := t.grouped(by)
 	minute := func(f minuteFires) minuteAnswer {
-		return minuteAnswer{At: t.at(f.Minute), Fires: f.Fires, Groups: nonNil(f.Groups)}
+		return minuteAnswer{At: t.at(f.Minute), Fires: f.Fires, Groups: api.NonNil(f.Groups)}
 	}
 	group := func(gr timelineGroup) groupAnswer {
 		return groupAnswer{Name: gr.Name, Count: gr.Count, Fires: gr.Fires, Peak: gr.Peak, PeakAt: t.at(gr.PeakMinute), PerMinute: gr.Series}
@@ -248,6 +249,21 @@ func (s *Server) apiTimeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, newTimelineAnswer(t, by))
+}
+
+// apiActivity answers the last hour's counts and the charts of the last
+// hours (see activityAnswer).
+func (s *Server) apiActivity(w http.ResponseWriter, r *http.Request) {
+	a, err := s.src.ActivitySince(r.Context(), s.now().Add(-time.Hour))
+	if err != nil {
+		s.apiFail(w, r, err)
+		return
+	}
+	answer := activityAnswer{Activity: a}
+	if _, c := s.glance.last(); c != nil {
+		answer.Chart = &chartAnswer{ComputedAt: c.Computed, ActivityChart: c.ActivityChart}
+	}
+	s.writeJSON(w, r, answer)
 }
 
 // activityAnswer is GET /api/activity: the last hour's counts, as the

@@ -134,6 +134,9 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 	})
 }
 
+// maxBody bounds the body of every request but an upload's.
+const maxBody = 1 << 20
+
 // Body limits: an upload (a file and its dry run, POST /api/diff) may
 // send maxUpload bytes, every other request maxBody.
 var uploadRoutes = map[string]bool{"POST /upload": true, "POST /api/diff": true}

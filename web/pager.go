@@ -23,13 +23,6 @@ func canonical(w http.ResponseWriter, r *http.Request, params []string) bool {
 	return true
 }
 
-// writePage answers an API list: the page's rows as a JSON array (never
-// null), and where the page is in its headers (list.Headers).
-func writePage[T any](s *Server, w http.ResponseWriter, r *http.Request, params []string, p storetype.Page[T], rows []T) {
-	list.Headers(w, r, params, p)
-	s.writeJSON(w, r, nonNil(rows))
-}
-
 // sortOption is one order a list's form offers; Value "" is the default.
 type sortOption struct{ Value, Label string }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,6 +20,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web/api"
 	"github.com/jobdrop/jobdrop/web/auth"
 	"github.com/jobdrop/jobdrop/web/list"
 )
@@ -73,7 +73,7 @@ type Config struct {
 	Commander Commander
 	// Reviewer decides held files (Apply, Reject). Nil: those requests
 	// answer 503.
-	Reviewer Reviewer
+	Reviewer api.Reviewer
 	// Differ says what a file would change of the tasks that run now, for
 	// the upload's dry run and POST /api/diff. Nil: neither shows a diff.
 	Differ Differ
@@ -226,6 +226,11 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 
+	apis, err := api.New(api.Config{Source: src, Commander: cfg.Commander, Reviewer: cfg.Reviewer, Topics: cfg.Topics,
+		Lists: s.lists, Now: cfg.Now, Host: apiHost{s}, Log: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("new console: %w", err)
+	}
 	mux := s.newRoutes()
 	mux.Handle("GET /{$}", dashboardHandler{s})
 	mux.Handle("GET /files", filesHandler{s})
@@ -237,14 +242,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.Handle("GET /audit", auditHandler{s})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 
-	mux.HandleFunc("GET /api/summary", s.apiSummary)
-	mux.HandleFunc("GET /api/files", s.apiFiles)
-	mux.HandleFunc("GET /api/files/{id}", s.apiFile)
-	mux.HandleFunc("GET /api/arrivals", s.apiArrivals)
-	mux.HandleFunc("GET /api/tasks", s.apiTasks)
-	mux.HandleFunc("GET /api/tasks/{key...}", s.apiTask)
-	mux.HandleFunc("GET /api/executions", s.apiExecutions)
-	mux.HandleFunc("GET /api/audit", s.apiAudit)
+	apis.Register(mux)
 	mux.HandleFunc("GET /login", s.loginForm)
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", s.logout)
@@ -261,20 +259,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET /upload", s.uploadForm)
 	mux.HandleFunc("POST /upload", s.upload)
 
-	mux.HandleFunc("GET /schedulers", s.getSchedulers)
-	mux.HandleFunc("POST /schedulers", s.postScheduler)
-	mux.HandleFunc("POST /api/tasks/{rest...}", s.postTasks)
-	mux.HandleFunc("DELETE /api/tasks/{key...}", s.deleteTask)
-	mux.HandleFunc("POST /api/executions/{fireId}/status", s.postStatus)
-	mux.HandleFunc("POST /api/executions/{fireId}/logs", s.postLogs)
-	mux.HandleFunc("GET /api/executions/{fireId}/logs", s.apiExecutionLogs)
-	mux.HandleFunc("POST /api/v1/tasks", s.v1PostTask)
-	mux.HandleFunc("GET /api/v1/tasks", s.v1ListTasks)
-	mux.HandleFunc("GET /api/v1/tasks/{id}", s.v1GetTask)
-	mux.HandleFunc("GET /api/v1/tasks/{id}/logs", s.v1TaskLogs)
 	mux.HandleFunc("POST /api/diff", s.postDiff)
-	mux.HandleFunc("POST /api/files/{id}/apply", s.decideHeld(true))
-	mux.HandleFunc("POST /api/files/{id}/reject", s.decideHeld(false))
 	mux.HandleFunc("GET /api/activity", s.apiActivity)
 	mux.HandleFunc("GET /api/timeline", s.apiTimeline)
 	mux.HandleFunc("POST /settings/timezone", s.setZone)
@@ -337,7 +322,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, title 
 // fail answers a request whose data could not be read: not found, or an
 // internal error logged here, once.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if badList(err) {
+	if list.Refused(err) {
 		s.badRequest(w, r, err.Error())
 		return
 	}
@@ -357,11 +342,6 @@ func (s *Server) badRequest(w http.ResponseWriter, r *http.Request, msg string) 
 	s.page(w, r, http.StatusBadRequest, "Bad request", "", messageView("Bad request", msg))
 }
 
-// badList reports whether a list refused its cursor or a filter's value.
-func badList(err error) bool {
-	return errors.Is(err, storetype.ErrBadCursor) || errors.Is(err, storetype.ErrBadFilter)
-}
-
 type notFoundHandler struct{ s *Server }
 
 // ServeHTTP answers every unknown path with the not-found page.
@@ -369,26 +349,21 @@ func (h notFoundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.s.fail(w, r, storetype.ErrNotFound)
 }
 
+// writeJSON answers v as JSON, as the API does.
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
-	body, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	if err := api.WriteJSON(w, v); err != nil {
 		s.log.Error("encode API answer", "path", r.URL.Path, "err", err)
-		s.writeJSONError(w, http.StatusInternalServerError, "internal error")
-		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(append(body, '\n'))
 }
 
+// writeJSONError answers status with {"error": msg}, as the API does.
 func (s *Server) writeJSONError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	api.Error(w, status, msg)
 }
 
 // apiFail answers an API request whose data could not be read.
 func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
-	if badList(err) {
+	if list.Refused(err) {
 		s.writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -402,3 +377,23 @@ func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Error("read API data", "path", r.URL.Path, "err", err)
 	s.writeJSONError(w, http.StatusInternalServerError, "internal error: see the server log")
 }
+
+// now is the server clock in UTC.
+func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+
+// apiHost is what the API asks of the console.
+type apiHost struct{ s *Server }
+
+var _ api.Host = apiHost{}
+
+func (h apiHost) Allow(w http.ResponseWriter, r *http.Request, role auth.Role) bool {
+	return h.s.allow(w, r, role)
+}
+
+func (h apiHost) Audit(r *http.Request, action, actor, object, outcome, detail string) string {
+	return h.s.auditID(r, action, actor, object, outcome, detail)
+}
+
+func (h apiHost) Streaming(w http.ResponseWriter) http.ResponseWriter { return h.s.streaming(w) }
+
+func (h apiHost) Abort(r *http.Request, what string, err error) { h.s.abortAnswer(r, what, err) }

@@ -15,7 +15,7 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/watcher"
-	"github.com/jobdrop/jobdrop/web"
+	"github.com/jobdrop/jobdrop/web/api"
 )
 
 // reviewer decides the held files of the folders this node watches: an
@@ -29,7 +29,7 @@ type reviewer struct {
 	now   func() time.Time
 }
 
-var _ web.Reviewer = reviewer{}
+var _ api.Reviewer = reviewer{}
 
 // take finds the held file of batch id in a watched folder's held/ and
 // takes it.
@@ -39,7 +39,7 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 		return watcher.File{}, Folder{}, b, err
 	}
 	if b.Status != storetype.BatchHeld {
-		return watcher.File{}, Folder{}, b, fmt.Errorf("file %s is %s: %w", b.File, b.Status, web.ErrNotHeld)
+		return watcher.File{}, Folder{}, b, fmt.Errorf("file %s is %s: %w", b.File, b.Status, api.ErrNotHeld)
 	}
 	for _, kept := range b.Kept {
 		sub := filepath.Dir(kept)
@@ -68,7 +68,7 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 			}
 		}
 	}
-	return watcher.File{}, Folder{}, b, fmt.Errorf("file %s: %w in a folder this node watches", b.File, web.ErrNotHeld)
+	return watcher.File{}, Folder{}, b, fmt.Errorf("file %s: %w in a folder this node watches", b.File, api.ErrNotHeld)
 }
 
 // fileSHA256 is the hex SHA-256 of the file at path: the id of the batch

@@ -1,6 +1,7 @@
 package list
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -260,4 +261,22 @@ func Headers[T any](w http.ResponseWriter, r *http.Request, params []string, p s
 		w.Header().Set("Link", strings.Join(links, ", "))
 	}
 	w.Header().Set("X-Total-Count", strconv.Itoa(p.Total))
+}
+
+// FilterURL is path with a list's filters, not its order or page, as its
+// query: the bulk actions' API routes, a report's downloads.
+func FilterURL(path string, q url.Values) string {
+	f := url.Values{}
+	for k, v := range q {
+		if !slices.Contains(Params, k) {
+			f[k] = v
+		}
+	}
+	return path + QueryString(f)
+}
+
+// Refused reports whether a list refused its cursor or a filter's value:
+// the request is wrong, not the server.
+func Refused(err error) bool {
+	return errors.Is(err, storetype.ErrBadCursor) || errors.Is(err, storetype.ErrBadFilter)
 }

@@ -1,8 +1,7 @@
-package web
+package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/list"
@@ -51,7 +50,7 @@ func (s *Server) apiArrivals(w http.ResponseWriter, r *http.Request) {
 		s.apiFail(w, r, err)
 		return
 	}
-	s.writeJSON(w, r, nonNil(arrivals))
+	s.writeJSON(w, r, NonNil(arrivals))
 }
 
 func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
@@ -118,27 +117,4 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writePage(s, w, r, list.AuditParams, p, p.Rows)
-}
-
-// nonNil makes an empty list encode as [] rather than null.
-func nonNil[T any](v []T) []T {
-	if v == nil {
-		return []T{}
-	}
-	return v
-}
-
-// apiActivity answers the last hour's counts and the charts of the last
-// hours (see activityAnswer).
-func (s *Server) apiActivity(w http.ResponseWriter, r *http.Request) {
-	a, err := s.src.ActivitySince(r.Context(), s.now().Add(-time.Hour))
-	if err != nil {
-		s.apiFail(w, r, err)
-		return
-	}
-	answer := activityAnswer{Activity: a}
-	if _, c := s.glance.last(); c != nil {
-		answer.Chart = &chartAnswer{ComputedAt: c.Computed, ActivityChart: c.ActivityChart}
-	}
-	s.writeJSON(w, r, answer)
 }

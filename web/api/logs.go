@@ -1,4 +1,4 @@
-package web
+package api
 
 import (
 	"bytes"
@@ -6,15 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/a-h/templ"
-
 	"github.com/jobdrop/jobdrop/internal/record"
-	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/auth"
 	"github.com/jobdrop/jobdrop/web/field"
 	"github.com/jobdrop/jobdrop/web/list"
@@ -215,7 +211,7 @@ func (s *Server) answerLogs(w http.ResponseWriter, r *http.Request, fireID strin
 	}
 	a := logAnswer{Logs: []logEntry{}, Dropped: log.Dropped}
 	if log.Dropped > 0 && len(log.Lines) > 0 {
-		a.Logs = append(a.Logs, logEntry{Time: log.Lines[0].At.UTC().Format(logTime), Level: record.LevelInfo, Message: droppedNote(log.Dropped)})
+		a.Logs = append(a.Logs, logEntry{Time: log.Lines[0].At.UTC().Format(logTime), Level: record.LevelInfo, Message: DroppedNote(log.Dropped)})
 	}
 	for _, l := range log.Lines {
 		a.Logs = append(a.Logs, logEntry{Time: l.At.UTC().Format(logTime), Message: l.Message, Level: l.Level, Worker: l.Worker})
@@ -223,8 +219,9 @@ func (s *Server) answerLogs(w http.ResponseWriter, r *http.Request, fireID strin
 	s.writeJSON(w, r, a)
 }
 
-// droppedNote says how many of a log's oldest lines were dropped.
-func droppedNote(n int) string {
+// DroppedNote says, as a log line, how many of a log's oldest lines
+// were dropped.
+func DroppedNote(n int) string {
 	lines := "lines"
 	if n == 1 {
 		lines = "line"
@@ -235,50 +232,4 @@ func droppedNote(n int) string {
 // apiExecutionLogs is GET /api/executions/{fireId}/logs.
 func (s *Server) apiExecutionLogs(w http.ResponseWriter, r *http.Request) {
 	s.getLogs(w, r, r.PathValue("fireId"))
-}
-
-// pageLogLines is the newest lines of its log an execution's page shows,
-// so that a page refreshed at every line stays quick; the API answers
-// them all.
-const pageLogLines = 500
-
-// executionModel is one execution's page: what was recorded of it, and
-// its log.
-type executionModel struct {
-	Now time.Time
-	E   storetype.Execution
-	Log storetype.ExecutionLog
-}
-
-type executionHandler struct{ s *Server }
-
-// ServeHTTP renders one execution and its log, which refreshes live as
-// workers append to it.
-func (h executionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("fireId")
-	e, err := h.s.src.ExecutionByFireID(r.Context(), id)
-	if err != nil {
-		h.s.fail(w, r, err)
-		return
-	}
-	log, err := h.s.src.ExecutionLog(r.Context(), id, time.Time{}, time.Time{}, pageLogLines)
-	if err != nil {
-		h.s.fail(w, r, err)
-		return
-	}
-	h.s.page(w, r, http.StatusOK, "Execution "+shortID(id), "executions", executionView(executionModel{Now: h.s.now(), E: e, Log: log}))
-}
-
-// executionURL is the page of the execution fireID.
-func executionURL(fireID string) templ.SafeURL {
-	return templ.SafeURL("/executions/" + url.PathEscape(fireID))
-}
-
-// shortID is the head of a fire id, enough to tell executions apart in a
-// title.
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
