@@ -2,10 +2,7 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"strconv"
 
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/web/field"
@@ -36,27 +33,11 @@ func (s *Server) auditEvent(r *http.Request, action, actor, object, outcome, det
 	if s.cmd == nil {
 		return ""
 	}
-	now := s.cfg.Now()
-	id := action + ":" + strconv.FormatInt(now.UnixNano(), 36) + ":" + randomID()
-	err := s.cmd.Audit(context.WithoutCancel(r.Context()), record.Audit{
-		ID:      id,
-		At:      now.UnixMilli(),
-		Actor:   field.Clean(actor, field.MaxName),
-		Action:  action,
-		Object:  field.Clean(object, field.MaxName),
-		Outcome: outcome,
-		Detail:  field.Clean(detail, field.MaxDetail),
-		Batch:   b,
-	})
-	if err != nil {
+	a := record.NewAudit(s.cfg.Now(), field.Clean(actor, field.MaxName), action, field.Clean(object, field.MaxName), outcome)
+	a.Detail, a.Batch = field.Clean(detail, field.MaxDetail), b
+	if err := s.cmd.Audit(context.WithoutCancel(r.Context()), a); err != nil {
 		s.log.Error("audit", "action", action, "path", r.URL.Path, "err", err)
 		return ""
 	}
-	return id
-}
-
-func randomID() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return a.ID
 }
