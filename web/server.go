@@ -33,18 +33,9 @@ var staticFiles embed.FS
 // storetype.ErrNotFound when there is no such row. The store implements
 // it.
 type Source interface {
-	Summary(ctx context.Context, now time.Time) (storetype.Summary, error)
-	Files(ctx context.Context, f storetype.FileFilter) (storetype.Page[storetype.File], error)
-	RecentArrivals(ctx context.Context, limit int) ([]storetype.Arrival, error)
-	BatchByID(ctx context.Context, id string) (storetype.Batch, error)
-	Tasks(ctx context.Context, f storetype.TaskFilter) (storetype.Page[storetype.Task], error)
-	EachTask(ctx context.Context, f storetype.TaskFilter, fn func(storetype.Task) error) error
-	TaskByKey(ctx context.Context, key string) (storetype.Task, error)
-	Executions(ctx context.Context, f storetype.ExecutionFilter) (storetype.Page[storetype.Execution], error)
+	// What the API reads.
+	api.Source
 	EachExecution(ctx context.Context, f storetype.ExecutionFilter, fn func(storetype.Execution) error) error
-	ExecutionByFireID(ctx context.Context, fireID string) (storetype.Execution, error)
-	ExecutionLog(ctx context.Context, fireID string, from, to time.Time, limit int) (storetype.ExecutionLog, error)
-	Audit(ctx context.Context, f storetype.AuditFilter) (storetype.Page[storetype.AuditEvent], error)
 	AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error)
 	EachAudit(ctx context.Context, f storetype.AuditFilter, fn func(storetype.AuditEvent) error) error
 	AuditActions(ctx context.Context) ([]string, error)

@@ -17,7 +17,9 @@ import (
 	"github.com/jobdrop/jobdrop/web/list"
 )
 
-// Source is what the API reads. The store implements it.
+// Source is what the API reads. Lookups by id return an error wrapping
+// storetype.ErrNotFound when there is no such row. The store implements
+// it.
 type Source interface {
 	Summary(ctx context.Context, now time.Time) (storetype.Summary, error)
 	Files(ctx context.Context, f storetype.FileFilter) (storetype.Page[storetype.File], error)
