@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobdrop/jobdrop/web/forecast"
 	"github.com/jobdrop/jobdrop/web/list"
 )
 
@@ -21,7 +22,7 @@ import (
 // By, and the charts of the last hours.
 type glanceModel struct {
 	By       string
-	Timeline *timeline
+	Timeline *forecast.Timeline
 	Chart    *recentChart
 }
 
@@ -30,7 +31,7 @@ type glanceModel struct {
 const (
 	tlGutter   = 190
 	tlPad      = 12
-	tlWidth    = tlGutter + timelineMinutes + tlPad
+	tlWidth    = tlGutter + forecast.Minutes + tlPad
 	tlTop      = 30
 	tlTotalH   = 150
 	tlRowH     = 36
@@ -79,11 +80,11 @@ type chartTick struct {
 }
 
 // newTimelineChart draws t grouped by g, with times in loc.
-func newTimelineChart(t *timeline, g *grouping, loc *time.Location) timelineChart {
+func newTimelineChart(t *forecast.Timeline, g *forecast.Grouping, loc *time.Location) timelineChart {
 	c := timelineChart{By: g.By, Width: tlWidth}
 	y := tlTop
 	c.Rows = append(c.Rows, chartRow{Label: "all", Sub: list.Thousands(t.Fires) + " fires", Class: "total", Y: y, Height: tlTotalH,
-		Title: fmt.Sprintf("All: %s fires; at most %s in a minute (%s)", list.Thousands(t.Fires), list.Thousands(t.Total[g.Busiest.Minute]), clock(t.at(g.Busiest.Minute), loc)),
+		Title: fmt.Sprintf("All: %s fires; at most %s in a minute (%s)", list.Thousands(t.Fires), list.Thousands(t.Total[g.Busiest.Minute]), clock(t.At(g.Busiest.Minute), loc)),
 		Path:  stepPath(t.Total, y, tlTotalH)})
 	y += tlTotalH + tlRowGap
 	rows := g.Groups
@@ -96,7 +97,7 @@ func newTimelineChart(t *timeline, g *grouping, loc *time.Location) timelineChar
 			name, class = otherGroups(g.By, gr.Count), "other"
 		}
 		c.Rows = append(c.Rows, chartRow{Label: shorten(name, 20), Sub: list.Thousands(gr.Fires) + " fires", Class: class, Y: y, Height: tlRowH,
-			Title: fmt.Sprintf("%s: %s fires; at most %s in a minute (%s)", name, list.Thousands(gr.Fires), list.Thousands(gr.Peak), clock(t.at(gr.PeakMinute), loc)),
+			Title: fmt.Sprintf("%s: %s fires; at most %s in a minute (%s)", name, list.Thousands(gr.Fires), list.Thousands(gr.Peak), clock(t.At(gr.PeakMinute), loc)),
 			Path:  stepPath(gr.Series, y, tlRowH)})
 		y += tlRowH + tlRowGap
 	}
@@ -106,7 +107,7 @@ func newTimelineChart(t *timeline, g *grouping, loc *time.Location) timelineChar
 	}
 	c.AxisY = y + 14
 	c.Height = c.AxisY + tlAxisH - 14
-	for _, tk := range hourTicks(t.From, timelineMinutes*time.Minute, 3, loc) {
+	for _, tk := range hourTicks(t.From, forecast.Minutes*time.Minute, 3, loc) {
 		c.Ticks = append(c.Ticks, chartTick{X: tlGutter + int(tk.at.Sub(t.From)/time.Minute), Label: tk.label})
 	}
 	return c
@@ -194,13 +195,13 @@ func displayLoc(ctx context.Context) *time.Location { return zoneOf(ctx).in("") 
 
 // minuteWords says what fires in one minute: "02:00 UTC: 4,120 fires
 // (host acme: 4,000; host beta: 120)".
-func minuteWords(t *timeline, g *grouping, f minuteFires, loc *time.Location) string {
-	return clock(t.at(f.Minute), loc) + ": " + minuteGroupWords(g, f)
+func minuteWords(t *forecast.Timeline, g *forecast.Grouping, f forecast.Minute, loc *time.Location) string {
+	return clock(t.At(f.Minute), loc) + ": " + minuteGroupWords(g, f)
 }
 
 // minuteGroupWords says how many fire in a minute, and of which hosts or
 // topics most: "4,120 fires (host acme: 4,000; host beta: 120)".
-func minuteGroupWords(g *grouping, f minuteFires) string {
+func minuteGroupWords(g *forecast.Grouping, f forecast.Minute) string {
 	s := fires(f.Fires)
 	if len(f.Groups) > 0 {
 		parts := make([]string, len(f.Groups))
@@ -229,7 +230,7 @@ func typical(m float64) string {
 }
 
 // timelineWords says in a sentence or two what the timeline shows.
-func timelineWords(t *timeline, g *grouping, loc *time.Location) string {
+func timelineWords(t *forecast.Timeline, g *forecast.Grouping, loc *time.Location) string {
 	if t.Fires == 0 {
 		return "Nothing fires in the next 24 hours."
 	}

@@ -11,6 +11,7 @@
 //   - auth: roles, users, password checks, sessions, safe redirects;
 //   - api: the JSON API and the light-scheduler and /api/v1/tasks shapes;
 //   - list: a list's filters, order and page read from its URL;
+//   - forecast: the next 24 hours of fires counted minute by minute;
 //   - report: CSV and spreadsheet writing;
 //   - field: cleaning what a client sent for the audit trail.
 //

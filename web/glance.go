@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/api"
+	"github.com/jobdrop/jobdrop/web/forecast"
 )
 
 // What the dashboard shows at a glance, below what needs attention: the
@@ -32,14 +33,13 @@ const (
 // glance holds the last timeline and charts computed. Its zero value
 // holds none.
 type glance struct {
-	// refreshing lets one computation run at a time; chains and
-	// definitions are kept from one to the next, under it.
-	refreshing  sync.Mutex
-	chains      chains
-	definitions definitions
-	mu          sync.Mutex
-	timeline    *timeline
-	chart       *recentChart
+	// refreshing lets one computation run at a time; the forecaster
+	// keeps what one read for the next, under it.
+	refreshing sync.Mutex
+	forecaster forecast.Forecaster
+	mu         sync.Mutex
+	timeline   *forecast.Timeline
+	chart      *recentChart
 	// updated is closed at the next update.
 	updated chan struct{}
 }
@@ -53,7 +53,7 @@ type recentChart struct {
 
 // last returns the timeline and charts last computed; nil before the
 // first computation.
-func (g *glance) last() (*timeline, *recentChart) {
+func (g *glance) last() (*forecast.Timeline, *recentChart) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.timeline, g.chart
@@ -69,7 +69,7 @@ func (g *glance) next() <-chan struct{} {
 	return g.updated
 }
 
-func (g *glance) set(t *timeline, c *recentChart) {
+func (g *glance) set(t *forecast.Timeline, c *recentChart) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.timeline, g.chart = t, c
@@ -89,14 +89,13 @@ func (s *Server) Refresh(ctx context.Context) error {
 	started := time.Now()
 	now := s.now()
 	var tasks []storetype.TaskSchedule
-	if err := s.src.TaskSchedules(ctx, now.Truncate(time.Minute).Add(timelineMinutes*time.Minute), func(t storetype.TaskSchedule) error {
+	if err := s.src.TaskSchedules(ctx, now.Truncate(time.Minute).Add(forecast.Minutes*time.Minute), func(t storetype.TaskSchedule) error {
 		tasks = append(tasks, t)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("timeline: %w", err)
 	}
-	t, defs := computeTimeline(now, tasks, &s.glance.chains, s.glance.definitions)
-	s.glance.definitions = defs
+	t := s.glance.forecaster.Compute(now, tasks)
 	t.Took = time.Since(started)
 
 	started = time.Now()
@@ -161,10 +160,10 @@ func (s *Server) wait(ctx context.Context, untilMinute, rest time.Duration, chan
 // byParam reads ?by=, host (the default) or topic.
 func byParam(r *http.Request) (string, error) {
 	switch by := r.URL.Query().Get("by"); by {
-	case "", byHost:
-		return byHost, nil
-	case byTopic:
-		return byTopic, nil
+	case "", forecast.ByHost:
+		return forecast.ByHost, nil
+	case forecast.ByTopic:
+		return forecast.ByTopic, nil
 	default:
 		return "", fmt.Errorf("by %q: want host or topic", by)
 	}
@@ -205,20 +204,20 @@ type groupAnswer struct {
 // minuteAnswer is a minute's fires and the hosts or topics firing most
 // in it.
 type minuteAnswer struct {
-	At     time.Time    `json:"at"`
-	Fires  int          `json:"fires"`
-	Groups []groupFires `json:"groups"`
+	At     time.Time             `json:"at"`
+	Fires  int                   `json:"fires"`
+	Groups []forecast.GroupFires `json:"groups"`
 }
 
-func newTimelineAnswer(t *timeline, by string) timelineAnswer {
-	g := t.grouped(by)
-	minute := func(f minuteFires) minuteAnswer {
-		return minuteAnswer{At: t.at(f.Minute), Fires: f.Fires, Groups: api.NonNil(f.Groups)}
+func newTimelineAnswer(t *forecast.Timeline, by string) timelineAnswer {
+	g := t.Grouped(by)
+	minute := func(f forecast.Minute) minuteAnswer {
+		return minuteAnswer{At: t.At(f.Minute), Fires: f.Fires, Groups: api.NonNil(f.Groups)}
 	}
-	group := func(gr timelineGroup) groupAnswer {
-		return groupAnswer{Name: gr.Name, Count: gr.Count, Fires: gr.Fires, Peak: gr.Peak, PeakAt: t.at(gr.PeakMinute), PerMinute: gr.Series}
+	group := func(gr forecast.Group) groupAnswer {
+		return groupAnswer{Name: gr.Name, Count: gr.Count, Fires: gr.Fires, Peak: gr.Peak, PeakAt: t.At(gr.PeakMinute), PerMinute: gr.Series}
 	}
-	a := timelineAnswer{ComputedAt: t.Computed, TookMs: t.Took.Milliseconds(), From: t.From, To: t.at(timelineMinutes), By: by,
+	a := timelineAnswer{ComputedAt: t.Computed, TookMs: t.Took.Milliseconds(), From: t.From, To: t.At(forecast.Minutes), By: by,
 		Tasks: t.Tasks, Unread: t.Unread, Fires: t.Fires, PerMinute: t.Total, MedianPerMinute: t.Median, BurstThreshold: t.Threshold,
 		BurstMinutes: t.BurstMinutes, Busiest: minute(g.Busiest), Bursts: []minuteAnswer{}, Groups: []groupAnswer{}}
 	for _, b := range g.Bursts {

@@ -1,4 +1,4 @@
-package web
+package forecast
 
 import (
 	"cmp"
@@ -19,8 +19,8 @@ import (
 // (task.Definition's NextFire and Plan), and served from memory.
 
 const (
-	// timelineMinutes is how far the timeline looks ahead.
-	timelineMinutes = 24 * 60
+	// Minutes is how far the timeline looks ahead.
+	Minutes = 24 * 60
 	// timelineGroups is how many hosts or topics it shows each on its
 	// own; the rest are shown together.
 	timelineGroups = 8
@@ -42,12 +42,12 @@ const (
 
 // Groupings of the timeline.
 const (
-	byHost  = "host"
-	byTopic = "topic"
+	ByHost  = "host"
+	ByTopic = "topic"
 )
 
-// timeline is the next 24 hours of fires as computed at Computed.
-type timeline struct {
+// Timeline is the next 24 hours of fires as computed at Computed.
+type Timeline struct {
 	// From is the first minute, UTC; minute m is From + m minutes.
 	From     time.Time
 	Computed time.Time
@@ -65,26 +65,26 @@ type timeline struct {
 	Threshold    int
 	BurstMinutes int
 	// ByHost and ByTopic are the fires by host and by topic.
-	ByHost, ByTopic grouping
+	ByHost, ByTopic Grouping
 }
 
-// grouping is the timeline by host or by topic.
-type grouping struct {
+// Grouping is the timeline by host or by topic.
+type Grouping struct {
 	By string
 	// Groups are the busiest hosts or topics, most fires first; Other
 	// the rest together (Other.Count of them), if any.
-	Groups []timelineGroup
-	Other  timelineGroup
+	Groups []Group
+	Other  Group
 	// Busiest is the busiest minute; Bursts the busiest bursts, at most
 	// burstsMarked, busiest first. Each names the hosts or topics that
 	// fire most in it.
-	Busiest minuteFires
-	Bursts  []minuteFires
+	Busiest Minute
+	Bursts  []Minute
 }
 
-// timelineGroup is the fires of one host or topic, or of Count of them
+// Group is the fires of one host or topic, or of Count of them
 // together.
-type timelineGroup struct {
+type Group struct {
 	Name  string
 	Count int
 	Fires int
@@ -94,29 +94,45 @@ type timelineGroup struct {
 	Peak, PeakMinute int
 }
 
-// minuteFires is one minute's fires, with the hosts or topics firing
+// Minute is one minute's fires, with the hosts or topics firing
 // most in it.
-type minuteFires struct {
+type Minute struct {
 	Minute int
 	Fires  int
-	Groups []groupFires
+	Groups []GroupFires
 }
 
-// groupFires counts the fires of one host or topic.
-type groupFires struct {
+// GroupFires counts the fires of one host or topic.
+type GroupFires struct {
 	Name  string `json:"name"`
 	Fires int    `json:"fires"`
 }
 
-// at is the start of minute m.
-func (t *timeline) at(m int) time.Time { return t.From.Add(time.Duration(m) * time.Minute) }
+// At is the start of minute m.
+func (t *Timeline) At(m int) time.Time { return t.From.Add(time.Duration(m) * time.Minute) }
 
-// grouped is the timeline by host or by topic.
-func (t *timeline) grouped(by string) *grouping {
-	if by == byTopic {
+// Grouped is the timeline by host or by topic.
+func (t *Timeline) Grouped(by string) *Grouping {
+	if by == ByTopic {
 		return &t.ByTopic
 	}
 	return &t.ByHost
+}
+
+// Forecaster computes timelines one after another, keeping what one
+// computation read (the definitions, the chains of cron schedules) for
+// the next. Its zero value is ready; it is not safe for concurrent use.
+type Forecaster struct {
+	chains      chains
+	definitions definitions
+}
+
+// Compute is the timeline of the 24 hours from the minute of now, of
+// the tasks of rows: those that fire before its end.
+func (f *Forecaster) Compute(now time.Time, rows []storetype.TaskSchedule) *Timeline {
+	t, defs := computeTimeline(now, rows, &f.chains, f.definitions)
+	f.definitions = defs
+	return t
 }
 
 // plannedTask is a task read for the timeline.
@@ -176,11 +192,11 @@ func (last definitions) read(def string, next definitions) (*definition, error) 
 // to count the minutes of the busiest hosts and topics, and the hosts and
 // topics of the bursts. Tasks firing the same stream are counted together
 // (see fireCounter), each stream once a pass.
-func computeTimeline(now time.Time, rows []storetype.TaskSchedule, ch *chains, defs definitions) (*timeline, definitions) {
+func computeTimeline(now time.Time, rows []storetype.TaskSchedule, ch *chains, defs definitions) (*Timeline, definitions) {
 	started := time.Now()
 	now = now.UTC()
 	from := now.Truncate(time.Minute)
-	t := &timeline{From: from, Computed: now, Total: make([]int, timelineMinutes)}
+	t := &Timeline{From: from, Computed: now, Total: make([]int, Minutes)}
 	hosts, topics := names{}, names{}
 	tasks := make([]plannedTask, 0, len(rows))
 	read := make(definitions, len(rows))
@@ -257,8 +273,8 @@ func computeTimeline(now time.Time, rows []storetype.TaskSchedule, ch *chains, d
 	}
 
 	var hostTop, topicTop []int
-	t.ByHost, hostTop = newGrouping(byHost, hosts.list, hostFires)
-	t.ByTopic, topicTop = newGrouping(byTopic, topics.list, topicFires)
+	t.ByHost, hostTop = newGrouping(ByHost, hosts.list, hostFires)
+	t.ByTopic, topicTop = newGrouping(ByTopic, topics.list, topicFires)
 	for _, own := range own {
 		p := &tasks[own]
 		_, s, _ := c.plan(p)
@@ -278,7 +294,7 @@ func computeTimeline(now time.Time, rows []storetype.TaskSchedule, ch *chains, d
 // occurrences missed (late); places says which group a host or topic is
 // (-1: none). It returns the fires of every host or topic in each minute
 // of named.
-func (g *grouping) fill(uses map[use]int, late, places, named []int) []map[int]int {
+func (g *Grouping) fill(uses map[use]int, late, places, named []int) []map[int]int {
 	in := make([]map[int]int, len(named))
 	for i := range in {
 		in[i] = map[int]int{}
@@ -337,7 +353,7 @@ func btoi(b bool) int {
 // which fire fires each, the most first (of as many, by name); the
 // others, if they fire, are Other. places maps each host or topic to its
 // place among the groups, -1 for none.
-func newGrouping(by string, names []string, fires []int) (g grouping, places []int) {
+func newGrouping(by string, names []string, fires []int) (g Grouping, places []int) {
 	g.By = by
 	places = make([]int, len(names))
 	order := make([]int, 0, len(names))
@@ -353,7 +369,7 @@ func newGrouping(by string, names []string, fires []int) (g grouping, places []i
 	for i, id := range order {
 		if i < timelineGroups {
 			places[id] = len(g.Groups)
-			g.Groups = append(g.Groups, timelineGroup{Name: names[id], Count: 1, Fires: fires[id], Series: make([]int, timelineMinutes)})
+			g.Groups = append(g.Groups, Group{Name: names[id], Count: 1, Fires: fires[id], Series: make([]int, Minutes)})
 			continue
 		}
 		g.Other.Count++
@@ -365,7 +381,7 @@ func newGrouping(by string, names []string, fires []int) (g grouping, places []i
 // finish works out the rest of g once its groups' series are in: the
 // other hosts or topics together, each group's peak, and what fires in
 // the minutes named.
-func (g *grouping) finish(t *timeline, busiest int, bursts, named []int, in []map[int]int, names []string) {
+func (g *Grouping) finish(t *Timeline, busiest int, bursts, named []int, in []map[int]int, names []string) {
 	if g.Other.Count > 0 {
 		g.Other.Series = slices.Clone(t.Total)
 		for _, gr := range g.Groups {
@@ -378,8 +394,8 @@ func (g *grouping) finish(t *timeline, busiest int, bursts, named []int, in []ma
 		g.Groups[i].peak()
 	}
 	g.Other.peak()
-	minute := func(m int) minuteFires {
-		f := minuteFires{Minute: m, Fires: t.Total[m]}
+	minute := func(m int) Minute {
+		f := Minute{Minute: m, Fires: t.Total[m]}
 		counts := in[slices.Index(named, m)]
 		ids := make([]int, 0, len(counts))
 		for id, n := range counts {
@@ -391,7 +407,7 @@ func (g *grouping) finish(t *timeline, busiest int, bursts, named []int, in []ma
 			return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(names[a], names[b]))
 		})
 		for _, id := range ids[:min(len(ids), burstGroups)] {
-			f.Groups = append(f.Groups, groupFires{Name: names[id], Fires: counts[id]})
+			f.Groups = append(f.Groups, GroupFires{Name: names[id], Fires: counts[id]})
 		}
 		return f
 	}
@@ -402,7 +418,7 @@ func (g *grouping) finish(t *timeline, busiest int, bursts, named []int, in []ma
 }
 
 // peak finds the busiest minute of g, the soonest of as busy.
-func (g *timelineGroup) peak() {
+func (g *Group) peak() {
 	for m, n := range g.Series {
 		if n > g.Peak {
 			g.Peak, g.PeakMinute = n, m

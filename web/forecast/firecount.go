@@ -1,4 +1,4 @@
-package web
+package forecast
 
 // Counting a timeline's fires: each task's from its next fire on, minute
 // by minute, sharing what tasks of one schedule fire alike (see
@@ -89,8 +89,8 @@ var none = &stream{}
 
 func newFireCounter(now, from time.Time, ch *chains) *fireCounter {
 	f := from.UnixMilli()
-	ch.start(f, f+timelineMinutes*minuteMs)
-	return &fireCounter{now: now.UnixMilli(), from: f, to: f + timelineMinutes*minuteMs, chains: ch, streams: map[streamKey]*stream{}}
+	ch.start(f, f+Minutes*minuteMs)
+	return &fireCounter{now: now.UnixMilli(), from: f, to: f + Minutes*minuteMs, chains: ch, streams: map[streamKey]*stream{}}
 }
 
 // perMinuteCap bounds the fires counted one by one in a minute, for a
