@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/web/api"
 	"github.com/jobdrop/jobdrop/web/auth"
 	"github.com/jobdrop/jobdrop/web/field"
 )
@@ -35,10 +36,10 @@ func (s *Server) requireLogin(next http.Handler) http.Handler {
 			status, msg := auth.Refusal(w, err)
 			switch {
 			case status != http.StatusUnauthorized:
-				s.writeJSONError(w, status, msg)
+				api.Error(w, status, msg)
 			case isAPI(r.URL.Path) || r.Method != http.MethodGet:
 				w.Header().Set("WWW-Authenticate", `Basic realm="jobdrop", charset="UTF-8"`)
-				s.writeJSONError(w, http.StatusUnauthorized, "log in: HTTP basic credentials of a console user")
+				api.Error(w, http.StatusUnauthorized, "log in: HTTP basic credentials of a console user")
 			default:
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			}
@@ -68,7 +69,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, actor, reason st
 	s.audit(r, record.ActionAccessDenied, actor, r.Method+" "+r.URL.Path, record.OutcomeRejected, reason)
 	s.log.Warn("request refused", "actor", actor, "method", r.Method, "path", r.URL.Path, "reason", reason)
 	if isAPI(r.URL.Path) || !acceptsHTML(r) {
-		s.writeJSONError(w, http.StatusForbidden, "forbidden: "+reason)
+		api.Error(w, http.StatusForbidden, "forbidden: "+reason)
 		return
 	}
 	s.page(w, r, http.StatusForbidden, "Forbidden", "", messageView("Forbidden", reason))

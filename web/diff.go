@@ -35,16 +35,16 @@ func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.cfg.Differ == nil || s.cfg.UploadDir == "" {
-		s.writeJSONError(w, http.StatusServiceUnavailable, "this node compares no file: it watches no folder")
+		api.Error(w, http.StatusServiceUnavailable, "this node compares no file: it watches no folder")
 		return
 	}
 	name := r.URL.Query().Get("name")
 	if !plainName(name) {
-		s.writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("name: %q is not a usable file name: want ?name=FILE, the name the file would be dropped as", name))
+		api.Error(w, http.StatusBadRequest, fmt.Sprintf("name: %q is not a usable file name: want ?name=FILE, the name the file would be dropped as", name))
 		return
 	}
 	if !s.dryRunSlot(w) {
-		s.writeJSONError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d dry runs are running already: try again in a moment", s.cfg.DryRuns))
+		api.Error(w, http.StatusServiceUnavailable, fmt.Sprintf("%d dry runs are running already: try again in a moment", s.cfg.DryRuns))
 		return
 	}
 	defer s.dryRuns.Release(1)
@@ -52,10 +52,10 @@ func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		switch {
 		case isTooLarge(err):
-			s.writeJSONError(w, http.StatusRequestEntityTooLarge, "the file is too large: at most "+byteSize(maxUpload))
+			api.Error(w, http.StatusRequestEntityTooLarge, "the file is too large: at most "+byteSize(maxUpload))
 		case r.Context().Err() == nil:
 			s.log.Error("stage diff", "file", name, "err", err)
-			s.writeJSONError(w, http.StatusInternalServerError, "the file could not be stored; see the server log")
+			api.Error(w, http.StatusInternalServerError, "the file could not be stored; see the server log")
 		}
 		return
 	}
@@ -63,7 +63,7 @@ func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
 	folder := r.URL.Query().Get("folder")
 	if folder != "" {
 		if _, ok := s.watchedFolder(folder); !ok {
-			s.writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("folder: %q is not a folder this node watches", folder))
+			api.Error(w, http.StatusBadRequest, fmt.Sprintf("folder: %q is not a folder this node watches", folder))
 			return
 		}
 	}
@@ -79,7 +79,7 @@ func (s *Server) postDiff(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(map[string]any{"error": firstLine(err.Error()), "rows": rows.RowLines()})
 			return
 		}
-		s.writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+		api.Error(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	d.Lines = nil

@@ -238,13 +238,13 @@ func newTimelineAnswer(t *forecast.Timeline, by string) timelineAnswer {
 func (s *Server) apiTimeline(w http.ResponseWriter, r *http.Request) {
 	by, err := byParam(r)
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		api.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	t, _ := s.glance.last()
 	if t == nil {
 		w.Header().Set("Retry-After", "5")
-		s.writeJSONError(w, http.StatusServiceUnavailable, "the timeline is being computed: try again in a few seconds")
+		api.Error(w, http.StatusServiceUnavailable, "the timeline is being computed: try again in a few seconds")
 		return
 	}
 	s.writeJSON(w, r, newTimelineAnswer(t, by))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jobdrop/jobdrop/web/api"
 	"github.com/jobdrop/jobdrop/web/field"
 )
 
@@ -180,7 +181,7 @@ func readForm(r *http.Request) error {
 func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
 	msg := "request body too large: at most " + byteSize(limit)
 	if isAPI(r.URL.Path) || !acceptsHTML(r) {
-		s.writeJSONError(w, http.StatusRequestEntityTooLarge, msg)
+		api.Error(w, http.StatusRequestEntityTooLarge, msg)
 		return
 	}
 	s.page(w, r, http.StatusRequestEntityTooLarge, "Too large", "", messageView("Too large", msg+"."))

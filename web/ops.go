@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/jobdrop/jobdrop/web/api"
 )
 
 // ReadyCheck is one condition of a node's readiness: its name and, when
@@ -64,7 +66,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // metrics serves Config.Metrics, or 404 when there is none.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Metrics == nil {
-		s.writeJSONError(w, http.StatusNotFound, "no metrics here")
+		api.Error(w, http.StatusNotFound, "no metrics here")
 		return
 	}
 	s.cfg.Metrics.ServeHTTP(w, r)

@@ -260,7 +260,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("GET "+openAPIPath, s.serveOpenAPI)
 	s.routeSchemaRegistry(mux)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeJSONError(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
+		api.Error(w, http.StatusNotFound, "no such API route: "+r.URL.Path)
 	})
 	mux.Handle("GET /", notFoundHandler{s})
 
@@ -347,26 +347,21 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	}
 }
 
-// writeJSONError answers status with {"error": msg}, as the API does.
-func (s *Server) writeJSONError(w http.ResponseWriter, status int, msg string) {
-	api.Error(w, status, msg)
-}
-
 // apiFail answers an API request whose data could not be read.
 func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
 	if list.Refused(err) {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		api.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if errors.Is(err, storetype.ErrNotFound) {
-		s.writeJSONError(w, http.StatusNotFound, err.Error())
+		api.Error(w, http.StatusNotFound, err.Error())
 		return
 	}
 	if r.Context().Err() != nil {
 		return
 	}
 	s.log.Error("read API data", "path", r.URL.Path, "err", err)
-	s.writeJSONError(w, http.StatusInternalServerError, "internal error: see the server log")
+	api.Error(w, http.StatusInternalServerError, "internal error: see the server log")
 }
 
 // now is the server clock in UTC.

@@ -113,7 +113,7 @@ func (s *Server) postTasks(w http.ResponseWriter, r *http.Request) {
 		key, verb = rest[:i], rest[i+1:]
 	}
 	if _, ok := verbs[verb]; !ok {
-		s.writeJSONError(w, http.StatusNotFound, "no such task action "+verb+": want pause, resume, trigger or delete")
+		Error(w, http.StatusNotFound, "no such task action "+verb+": want pause, resume, trigger or delete")
 		return
 	}
 	s.changeTasks(w, r, key, verb)
@@ -137,12 +137,12 @@ func (s *Server) changeTasks(w http.ResponseWriter, r *http.Request, key, verb s
 			return
 		}
 		if !t.Live() {
-			s.writeJSONError(w, http.StatusConflict, fmt.Sprintf("task %s is %s", t.Key, t.Status))
+			Error(w, http.StatusConflict, fmt.Sprintf("task %s is %s", t.Key, t.Status))
 			return
 		}
 		d, ok, err := command(t, verb)
 		if err != nil {
-			s.writeJSONError(w, http.StatusConflict, err.Error())
+			Error(w, http.StatusConflict, err.Error())
 			return
 		}
 		if ok {
@@ -207,11 +207,11 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 	var b bulk
 	f, err := s.lists.Tasks(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return b, false
 	}
 	if !BulkSelects(f) {
-		s.writeJSONError(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART, ?topic=TOPIC or ?fault=any|paused")
+		Error(w, http.StatusBadRequest, "bulk "+verb+": select the tasks with ?file=ID, ?host=HOST, ?name=PART, ?topic=TOPIC or ?fault=any|paused")
 		return b, false
 	}
 	if err := FileKnown(r.Context(), s.src, f); err != nil {
@@ -255,7 +255,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 	case err == nil:
 		return b, true
 	case errors.Is(err, errUnknownDefinition) && len(b.sent) == 0:
-		s.writeJSONError(w, http.StatusConflict, err.Error())
+		Error(w, http.StatusConflict, err.Error())
 	default:
 		if len(b.sent) > 0 {
 			err = fmt.Errorf("after %d tasks: %w", len(b.sent), err)

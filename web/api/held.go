@@ -43,7 +43,7 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 			return
 		}
 		if s.cfg.Reviewer == nil {
-			s.writeJSONError(w, http.StatusServiceUnavailable, "this node does not decide held files: it watches no folder")
+			Error(w, http.StatusServiceUnavailable, "this node does not decide held files: it watches no folder")
 			return
 		}
 		id := r.PathValue("id")
@@ -59,7 +59,7 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 					Reason string `json:"reason"`
 				}
 				if err := json.NewDecoder(r.Body).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-					s.writeJSONError(w, http.StatusBadRequest, `body: want {"reason": "..."}: `+err.Error())
+					Error(w, http.StatusBadRequest, `body: want {"reason": "..."}: `+err.Error())
 					return
 				}
 				reason = body.Reason
@@ -69,14 +69,14 @@ func (s *Server) decideHeld(apply bool) http.HandlerFunc {
 		}
 		switch {
 		case errors.Is(err, ErrNotHeld):
-			s.writeJSONError(w, http.StatusConflict, err.Error())
+			Error(w, http.StatusConflict, err.Error())
 			return
 		case err != nil:
 			if r.Context().Err() != nil {
 				return
 			}
 			s.log.Error("decide held file", "batch", id, "apply", apply, "err", err)
-			s.writeJSONError(w, http.StatusServiceUnavailable, err.Error())
+			Error(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 		if isForm(r) {

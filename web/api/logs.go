@@ -151,12 +151,12 @@ func (s *Server) postLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(r.Body); err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, "body: "+err.Error())
+		Error(w, http.StatusBadRequest, "body: "+err.Error())
 		return
 	}
 	worker, lines, err := decodeLogs(buf.Bytes(), s.now())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	fireID := r.PathValue("fireId")
@@ -196,7 +196,7 @@ func (s *Server) getLogs(w http.ResponseWriter, r *http.Request, fireID string) 
 			return
 		}
 	}
-	s.writeJSONError(w, http.StatusBadRequest, err.Error())
+	Error(w, http.StatusBadRequest, err.Error())
 }
 
 func (s *Server) answerLogs(w http.ResponseWriter, r *http.Request, fireID string, from, to time.Time) {

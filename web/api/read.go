@@ -26,7 +26,7 @@ func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
 	f, err := s.lists.Files(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := s.src.Files(r.Context(), f)
@@ -42,7 +42,7 @@ func (s *Server) apiFiles(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiArrivals(w http.ResponseWriter, r *http.Request) {
 	_, _, limit, err := s.lists.Page(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	arrivals, err := s.src.RecentArrivals(r.Context(), limit)
@@ -65,7 +65,7 @@ func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request) {
 	f, err := s.lists.Tasks(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := s.src.Tasks(r.Context(), f)
@@ -90,7 +90,7 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiExecutions(w http.ResponseWriter, r *http.Request) {
 	f, err := s.lists.Executions(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := s.src.Executions(r.Context(), f)
@@ -108,7 +108,7 @@ func (s *Server) apiExecutions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request) {
 	f, err := s.lists.Audit(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := s.src.Audit(r.Context(), f)

@@ -178,8 +178,6 @@ func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	}
 }
 
-func (s *Server) writeJSONError(w http.ResponseWriter, status int, msg string) { Error(w, status, msg) }
-
 // apiFail answers an API request whose data could not be read.
 func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
 	if list.Refused(err) {

@@ -121,7 +121,7 @@ func (s *Server) seedFilter(q url.Values) (storetype.ExecutionFilter, error) {
 func (s *Server) v1ListTasks(w http.ResponseWriter, r *http.Request) {
 	f, err := s.seedFilter(r.URL.Query())
 	if err != nil {
-		s.writeJSONError(w, http.StatusBadRequest, err.Error())
+		Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	p, err := s.src.Executions(r.Context(), f)
@@ -167,7 +167,7 @@ func (s *Server) v1PostTask(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	source, collection := strings.TrimSpace(q.Get("source")), strings.TrimSpace(q.Get("collection"))
 	if source == "" || collection == "" {
-		s.writeJSONError(w, http.StatusBadRequest, "want ?source=HOST&collection=NAME: the host and name of the task to run")
+		Error(w, http.StatusBadRequest, "want ?source=HOST&collection=NAME: the host and name of the task to run")
 		return
 	}
 	key := task.Key(source, collection)
@@ -178,10 +178,10 @@ func (s *Server) v1PostTask(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !t.Live():
-		s.writeJSONError(w, http.StatusNotFound, "task "+key+" is "+t.Status)
+		Error(w, http.StatusNotFound, "task "+key+" is "+t.Status)
 		return
 	case t.Paused:
-		s.writeJSONError(w, http.StatusConflict, "task "+key+" is paused: resume it first")
+		Error(w, http.StatusConflict, "task "+key+" is paused: resume it first")
 		return
 	}
 	running, err := s.src.Executions(r.Context(), storetype.ExecutionFilter{Task: key, Recorded: []string{storetype.ExecutionRunning},

@@ -31,7 +31,7 @@ func (s *Server) writeInvalid(w http.ResponseWriter, err error) {
 		fields = append(fields, fieldError{Field: fe.Field, Value: fe.Value, Reason: fe.Reason})
 	}
 	if len(fields) == 0 {
-		s.writeJSONError(w, http.StatusBadRequest, "invalid task definition: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+		Error(w, http.StatusBadRequest, "invalid task definition: "+strings.ReplaceAll(err.Error(), "\n", "; "))
 		return
 	}
 	s.writeFieldErrors(w, fields...)
@@ -105,11 +105,11 @@ func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
 			s.writeFieldErrors(w, fe)
 			return
 		}
-		s.writeJSONError(w, http.StatusBadRequest, "body: want one TaskDefinition as JSON: "+err.Error())
+		Error(w, http.StatusBadRequest, "body: want one TaskDefinition as JSON: "+err.Error())
 		return
 	}
 	if dec.More() {
-		s.writeJSONError(w, http.StatusBadRequest, "body: want exactly one TaskDefinition")
+		Error(w, http.StatusBadRequest, "body: want exactly one TaskDefinition")
 		return
 	}
 	if d.Action == "" {
@@ -142,7 +142,7 @@ func (s *Server) getSchedulers(w http.ResponseWriter, r *http.Request) {
 	if unit != "" {
 		u, err := task.ParseTimeUnit(unit)
 		if err != nil {
-			s.writeJSONError(w, http.StatusBadRequest, "unit: "+err.Error())
+			Error(w, http.StatusBadRequest, "unit: "+err.Error())
 			return
 		}
 		unit = string(u)
@@ -201,7 +201,7 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	var body statusReport
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		s.writeJSONError(w, http.StatusBadRequest, "body: want {\"status\": ..., \"message\": ...}: "+err.Error())
+		Error(w, http.StatusBadRequest, "body: want {\"status\": ..., \"message\": ...}: "+err.Error())
 		return
 	}
 	st := strings.ToUpper(strings.TrimSpace(body.Status))
