@@ -65,9 +65,6 @@ const (
 	Days         TimeUnit = "DAYS"
 )
 
-// Units lists the time units in increasing size.
-var Units = []TimeUnit{Milliseconds, Seconds, Minutes, Hours, Days}
-
 // Duration is the length of one unit; zero for an unknown unit.
 func (u TimeUnit) Duration() time.Duration {
 	switch u {
@@ -179,9 +176,6 @@ func (d *Definition) Equal(o *Definition) bool {
 
 // Ptr returns a pointer to v; handy for the optional epoch fields.
 func Ptr[T any](v T) *T { return &v }
-
-// Millis converts a time to epoch milliseconds.
-func Millis(t time.Time) int64 { return t.UnixMilli() }
 
 // Time converts epoch milliseconds to a UTC time.
 func Time(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

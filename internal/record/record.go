@@ -242,7 +242,6 @@ const (
 	ActionTaskCreated   = "task.created"
 	ActionTaskUpdated   = "task.updated"
 	ActionTaskDeleted   = "task.deleted"
-	ActionTaskCompleted = "task.completed"
 	ActionTaskTriggered = "task.triggered"
 	ActionTaskPaused    = "task.paused"
 	// An occurrence's fired event refused by the brokers for a reason of

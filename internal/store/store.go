@@ -116,9 +116,6 @@ func uriPath(path string) string {
 	return strings.NewReplacer("%", "%25", "#", "%23").Replace(path)
 }
 
-// Path is the database file the store was opened on.
-func (s *Store) Path() string { return s.path }
-
 // reader returns the read pool, usable until done is called.
 func (s *Store) reader() (db *sql.DB, done func()) {
 	s.mu.RLock()
