@@ -256,17 +256,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	return err
 }
 
-// Owned lists the partitions this instance runs now.
-func (e *Engine) Owned() []int32 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var ps []int32
-	for p := range e.runners {
-		ps = append(ps, p)
-	}
-	return ps
-}
-
 // ActiveTasks counts the tasks of the partitions this instance runs, as of
 // their last committed transaction.
 func (e *Engine) ActiveTasks() int64 {

@@ -1,0 +1,361 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/record"
+)
+
+// commit applies cmds and fires the tasks due at now in one transaction.
+// A fired event the brokers refuse for its task's own reason costs an
+// aborted attempt: the transaction is written again without it, with the
+// occurrence recorded FAILED and its task following Config.Refused, so the
+// other tasks of the partition fire on time. On any other failure the
+// in-memory state may be ahead of Kafka; the caller restores.
+func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) error {
+	t := r.tasks
+	c := newChange()
+	next, err := r.applyAll(ctx, cmds, now, c)
+	if err != nil {
+		return err
+	}
+	if err := r.fireDue(ctx, c, now); err != nil {
+		return err
+	}
+	if err := r.transactChange(ctx, c, now, next); err != nil {
+		return err
+	}
+	r.next = next
+	r.active.Store(int64(t.n))
+	r.paused.Store(int64(t.paused))
+	if err := t.compact(); err != nil {
+		return err
+	}
+	r.committed(c)
+	return nil
+}
+
+// applyAll applies the commands of cmds not applied yet to c and returns
+// the input offset that follows them.
+func (r *runner) applyAll(ctx context.Context, cmds []*kgo.Record, now int64, c *change) (next int64, err error) {
+	next = r.next
+	for _, rec := range cmds {
+		if rec.Offset < next {
+			continue // already applied before a restore
+		}
+		next = rec.Offset + 1
+		if err := r.apply(ctx, rec, now, c); err != nil {
+			return 0, err
+		}
+	}
+	return next, nil
+}
+
+// fireDue adds to c the fires of the tasks due at now, as many as one
+// transaction takes.
+func (r *runner) fireDue(ctx context.Context, c *change, now int64) error {
+	t := r.tasks
+	for len(c.fires) < r.e.cfg.MaxFiresPerTxn {
+		i, due, ok := t.next()
+		if !ok || due > now {
+			break
+		}
+		if err := r.fireSlot(ctx, c, i, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fireSlot fires the occurrence due of slot i, if its plan says so, and
+// schedules the task's next occurrence or ends it.
+func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) error {
+	t := r.tasks
+	k, data, err := t.read(i)
+	if err != nil {
+		return err
+	}
+	key := string(k)
+	s := t.at(i)
+	b := &before{slot: *s}
+	var at, following int64
+	var fire, more bool
+	stands := 1
+	if f, ok := t.fault(i); ok && !f.Paused {
+		// The refused occurrence again, with its own fire id: the
+		// task's later occurrences wait behind it.
+		b.fault = &f
+		at, fire = f.Occurrence, true
+		following, more = t.shape(i).NextFire(s.anchor, at)
+		t.setFault(i, nil)
+	} else {
+		at, fire, following, more = t.shape(i).Plan(s.anchor, s.nextFire, now)
+		if fire && at > s.nextFire {
+			// A catch-up in place of the occurrences missed since the
+			// one due: its event and execution say how many.
+			stands = t.shape(i).Occurrences(s.anchor, s.nextFire, at)
+		}
+	}
+	if fire {
+		f := r.newFire(ctx, i, key, data, at)
+		f.before, f.retried = b, b.fault
+		if stands > 1 {
+			f.collapsed = stands
+		}
+		c.fires = append(c.fires, f)
+		s.lastFire = at
+	}
+	if more {
+		s.nextFire = following
+		t.schedule(i)
+		c.touch(i, key)
+		return nil
+	}
+	return r.finish(c, i, key, record.EndCompleted, now)
+}
+
+// transactChange commits change c with the input checkpoint next, in as
+// many attempts as it takes to hold out the fires refused for their
+// tasks' own reasons.
+func (r *runner) transactChange(ctx context.Context, c *change, now, next int64) error {
+	// Targets found unusable before anything is written are refused
+	// at once.
+	if err := r.holdRefused(c, now); err != nil {
+		return err
+	}
+	for {
+		err := r.transact(ctx, func(produce func(*kgo.Record)) error {
+			return r.write(ctx, c, now, next, produce)
+		})
+		if !errors.Is(err, errRefused) {
+			return err
+		}
+		if err := r.holdRefused(c, now); err != nil {
+			return err
+		}
+	}
+}
+
+// committed tells the log and Config's hooks of the fires of c, now
+// committed: those that went out and those refused.
+func (r *runner) committed(c *change) {
+	var scheduled []int64
+	for _, f := range c.fires {
+		switch {
+		case f.refused == nil:
+			scheduled = append(scheduled, f.scheduled)
+		case !f.refused.dropped:
+			r.log.Warn("fired event refused", "task", f.key, "fire_id", f.fireID, "err", f.refused.reason,
+				"outcome", f.refused.message(r.e.cfg.Refused.Attempts))
+			if hook := r.e.cfg.OnRefused; hook != nil {
+				hook(f.refused.code)
+			}
+		}
+	}
+	if hook := r.e.cfg.OnCommit; hook != nil && len(scheduled) > 0 {
+		hook(scheduled, time.Now())
+	}
+}
+
+// write produces one attempt at the transaction of change c: the fired
+// events, then the execution records (which carry the events' offsets),
+// the state, the audit events and the input checkpoint next. It returns
+// errRefused when the brokers refused fired events for their tasks' own
+// reasons, and the error of any other refusal (the cluster's fault).
+func (r *runner) write(ctx context.Context, c *change, now, next int64, produce func(*kgo.Record)) error {
+	if err := r.writeEvents(ctx, c, now); err != nil {
+		return err
+	}
+	r.writeExecutions(c, now, produce)
+	if err := r.writeState(c, now, produce); err != nil {
+		return err
+	}
+	for _, a := range c.audits {
+		produce(a)
+	}
+	for _, f := range c.forwards {
+		produce(f)
+	}
+	if next != r.next {
+		v := encode(checkpoint{InputOffset: next})
+		produce(r.stateRecord(keyCheckpoint, v))
+	}
+	if hook := testHookBeforeCommit; hook != nil && len(c.fires) > 0 && hook(r.p, len(c.fires)) {
+		r.crashed = true
+	}
+	return nil
+}
+
+// writeEvents produces the fired events of c and waits for the brokers'
+// answers, which each fire keeps with the event's partition and offset.
+// It returns errRefused when any was refused for its task's own reason.
+func (r *runner) writeEvents(ctx context.Context, c *change, now int64) error {
+	for _, f := range c.fires {
+		if f.refused == nil {
+			f.err = nil
+		}
+	}
+	// Suspects first, one at a time: each is alone in its batch, so a
+	// refusal is its own. The largest go first: a batch refused as too
+	// large most likely holds one record too large.
+	var suspects []*fire
+	for _, f := range c.fires {
+		if f.refused == nil && f.suspect {
+			suspects = append(suspects, f)
+		}
+	}
+	slices.SortStableFunc(suspects, func(a, b *fire) int { return cmp.Compare(len(b.data), len(a.data)) })
+	for _, f := range suspects {
+		rec := r.event(f, now)
+		f.err = r.prod.ProduceSync(ctx, rec).FirstErr()
+		f.partition, f.offset = rec.Partition, rec.Offset
+		if f.err != nil {
+			return refusedOr(f.err)
+		}
+	}
+	written := 0
+	for _, f := range c.fires {
+		if f.refused != nil || f.suspect {
+			continue
+		}
+		written++
+		r.prod.Produce(ctx, r.event(f, now), func(rec *kgo.Record, err error) {
+			f.partition, f.offset, f.err = rec.Partition, rec.Offset, err
+		})
+	}
+	if written > 0 {
+		if err := r.prod.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	refused := false
+	for _, f := range c.fires {
+		if f.refused == nil && f.err != nil {
+			if err := refusedOr(f.err); !errors.Is(err, errRefused) {
+				return err // the cluster's fault: abort, restore, fire again
+			}
+			refused = true
+		}
+	}
+	if refused {
+		return errRefused
+	}
+	return nil
+}
+
+// writeExecutions produces the execution record of every fire of c, with
+// what follows from it: a refused fire's FAILED status, a retried one's
+// audit event, a message task's tombstone.
+func (r *runner) writeExecutions(c *change, now int64, produce func(*kgo.Record)) {
+	for _, f := range c.fires {
+		if f.refused != nil && f.refused.dropped {
+			continue
+		}
+		d := f.shape
+		x := record.Execution{FireID: f.fireID, Host: d.Host, Name: f.name(), Topic: d.Topic,
+			Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.src.batch,
+			Timeout: d.Timeout, Collapsed: f.collapsed}
+		if f.refused != nil {
+			x.Partition, x.Offset = -1, -1
+		}
+		produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: encode(x)})
+		if f.msg != nil && f.refused == nil {
+			r.messageAfter(f, produce)
+		}
+		switch {
+		case f.refused != nil:
+			s := encode(record.Status{FireID: f.fireID, Status: record.StatusFailed, Message: f.refused.message(r.e.cfg.Refused.Attempts),
+				Worker: "scheduler", At: now})
+			produce(&kgo.Record{Topic: r.e.cfg.Topics.Status, Key: []byte(f.fireID), Value: s})
+		case f.retried != nil && f.retried.Occurrence == f.scheduled:
+			produce(r.engineAudit(record.ActionTaskFireRetried, f.key, f.fireID, record.OutcomeOK,
+				fmt.Sprintf("occurrence %s fired on attempt %d", formatMillis(f.scheduled), f.retried.Attempts+1), now))
+		}
+	}
+}
+
+// writeState produces the state of every task c changed and the
+// tombstone of every task it ended.
+func (r *runner) writeState(c *change, now int64, produce func(*kgo.Record)) error {
+	t := r.tasks
+	for i := range c.dirty {
+		k, data, err := t.read(i)
+		if err != nil {
+			return err
+		}
+		key := string(k)
+		produce(r.stateRecord(key, encodeState(t.state(i, key, now), data)))
+	}
+	for key, e := range c.ended {
+		if e.final != nil {
+			produce(r.stateRecord(key, e.final))
+		}
+		rec := r.stateRecord(key, nil)
+		rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(e.reason)}}
+		produce(rec)
+	}
+	return nil
+}
+
+// event is the record of fire f fired at now, for its target topic.
+func (r *runner) event(f *fire, now int64) *kgo.Record {
+	if f.msg != nil {
+		return r.messageEvent(f)
+	}
+	d, name := f.shape, f.name()
+	v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
+		FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
+	rec := &kgo.Record{
+		Topic: d.Topic, Key: []byte(f.key), Value: v,
+		Headers: []kgo.RecordHeader{
+			{Key: record.HeaderFireHost, Value: []byte(d.Host)},
+			{Key: record.HeaderFireName, Value: []byte(name)},
+			{Key: record.HeaderFireID, Value: []byte(f.fireID)},
+			{Key: record.HeaderFireScheduled, Value: []byte(strconv.FormatInt(f.scheduled, 10))},
+		},
+	}
+	if f.collapsed > 0 {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireCollapsed, Value: []byte(strconv.Itoa(f.collapsed))})
+	}
+	if f.avro != nil {
+		rec.Key, rec.Value = f.avro.key, f.avro.value
+	}
+	return rec
+}
+
+func (r *runner) stateRecord(key string, value []byte) *kgo.Record {
+	return &kgo.Record{Topic: r.e.cfg.Topics.State, Partition: r.p, Key: []byte(key), Value: value}
+}
+
+// transact runs fill in one transaction of the partition's producer and
+// commits it.
+func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
+	err := kafka.Transact(ctx, r.prod, fill, func() error {
+		if r.crashed {
+			return kafka.ErrLeaveOpen
+		}
+		return nil
+	})
+	if errors.Is(err, kafka.ErrLeaveOpen) {
+		return errCrashed
+	}
+	return fenced(err)
+}
+
+func fenced(err error) error {
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		return fmt.Errorf("%w: %w", errFenced, err)
+	}
+	return err
+}

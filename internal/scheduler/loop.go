@@ -1,0 +1,161 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// idleWait is how long a runner with nothing scheduled waits before looking
+// again; input wakes it sooner.
+const idleWait = time.Minute
+
+// maxCommandsWait bounds how long commands wait for a fire due soon (see
+// runner.loop).
+const maxCommandsWait = time.Second
+
+// loop applies commands and fires due tasks, one transaction at a time.
+//
+// Fires come first. Occurrences due commit in a transaction of their own,
+// ahead of the commands waiting to be applied: with commands in it, the
+// transaction would take longer (a flood of files brings thousands). And
+// a transaction of commands does not start when an occurrence falls due
+// before it would likely end, as long as the last one did: the commands
+// wait for the fire, then go. They never wait twice in a row, so they
+// always make headway, however often tasks fire. A command takes effect
+// once applied: an occurrence due before is fired, as it would have been
+// had the command come later.
+func (r *runner) loop(ctx context.Context) error {
+	in := make(chan []*kgo.Record, 1)
+	pollErr := make(chan error, 1)
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			fs := r.cons.PollRecords(pollCtx, pollRecords)
+			if pollCtx.Err() != nil {
+				return
+			}
+			if err := fs.Err(); err != nil {
+				pollErr <- err
+				return
+			}
+			if recs := fs.Records(); len(recs) > 0 {
+				select {
+				case in <- recs:
+				case <-pollCtx.Done():
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		stopPoll()
+		wg.Wait()
+	}()
+
+	clock := r.e.cfg.Clock
+	var cmds []*kgo.Record
+	// cmdsTook is how long the last transaction of commands took, by the
+	// engine's clock; deferred is set while the commands waiting have
+	// waited for a fire once.
+	var cmdsTook time.Duration
+	var deferred bool
+	for {
+		// Take whatever input is already there without waiting.
+	drain:
+		for len(cmds) < txnCommands {
+			select {
+			case recs := <-in:
+				cmds = append(cmds, recs...)
+			default:
+				break drain
+			}
+		}
+		now := clock.Now().UnixMilli()
+		_, due, scheduled := r.tasks.next()
+		if scheduled {
+			r.due.Store(due)
+		} else {
+			r.due.Store(noneDue)
+		}
+		switch nextStep(scheduled, due, now, len(cmds), cmdsTook, deferred) {
+		case fireDue:
+			if err := r.commit(ctx, nil, now); err != nil {
+				return err
+			}
+			continue
+		case applyCommands:
+			start := clock.Now()
+			if err := r.commit(ctx, cmds, now); err != nil {
+				return err
+			}
+			cmdsTook = min(clock.Since(start), maxCommandsWait)
+			cmds, deferred = nil, false
+			continue
+		case holdCommands:
+			deferred = true
+		}
+		wait := idleWait
+		if scheduled {
+			wait = time.Duration(due-now) * time.Millisecond
+		}
+		// More input is taken while waiting, but not past a
+		// transaction's worth, nor while the commands wait for a fire.
+		input := in
+		if len(cmds) >= txnCommands || deferred {
+			input = nil
+		}
+		timer := clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case err := <-pollErr:
+			timer.Stop()
+			return fmt.Errorf("consume input: %w", err)
+		case recs := <-input:
+			cmds = append(cmds, recs...)
+		case <-timer.Chan():
+		}
+		timer.Stop()
+	}
+}
+
+// step is what the loop does next.
+type step int
+
+const (
+	// waitForInput: nothing to do before the next due time or input.
+	waitForInput step = iota
+	// fireDue commits the occurrences due, alone.
+	fireDue
+	// applyCommands commits the commands waiting, and whatever falls due
+	// meanwhile.
+	applyCommands
+	// holdCommands waits for the occurrence due soon before applying
+	// the commands waiting.
+	holdCommands
+)
+
+// nextStep decides what the loop does next (see runner.loop): the
+// earliest occurrence held is due at due (if scheduled), it is now, so
+// many commands wait, the last transaction of commands took cmdsTook,
+// and deferred says whether they waited for a fire already.
+func nextStep(scheduled bool, due, now int64, waiting int, cmdsTook time.Duration, deferred bool) step {
+	soon := scheduled && time.Duration(due-now)*time.Millisecond < cmdsTook
+	switch {
+	case scheduled && due <= now:
+		return fireDue
+	case waiting > 0 && (!soon || deferred):
+		return applyCommands
+	case waiting > 0:
+		return holdCommands
+	}
+	return waitForInput
+}
