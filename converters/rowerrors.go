@@ -127,3 +127,12 @@ func RowErrors(err error) []*RowError {
 	walk(err)
 	return out
 }
+
+// joinRowErrors joins the problems of one row; a single one is returned
+// as is, so callers can match it without unwrapping.
+func joinRowErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
