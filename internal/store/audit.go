@@ -169,3 +169,34 @@ func (s *Store) ActivitySince(ctx context.Context, since time.Time) (storetype.A
 	}
 	return a, nil
 }
+
+func scanAudit(s scanner) (storetype.AuditEvent, error) {
+	var a storetype.AuditEvent
+	var at int64
+	err := s.Scan(&a.ID, &at, &a.Actor, &a.Action, &a.Object, &a.Outcome, &a.Detail, &a.Batch)
+	a.At = timeOf(at)
+	return a, err
+}
+
+// AuditByBatch returns the audit events about one file, oldest first.
+func (s *Store) AuditByBatch(ctx context.Context, batchID string, limit int) ([]storetype.AuditEvent, error) {
+	db, done := s.reader()
+	defer done()
+	rows, err := db.QueryContext(ctx, `SELECT id, at, actor, action, object, outcome, detail, batch_id
+		FROM audit WHERE batch_id = ? ORDER BY at, seq LIMIT ?`, batchID, clampLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("audit of batch %s: %w", batchID, err)
+	}
+	return collect(rows, scanAudit, "audit of batch "+batchID)
+}
+
+// AuditRecorded reports whether the audit event with this id is stored.
+func (s *Store) AuditRecorded(ctx context.Context, id string) (bool, error) {
+	db, done := s.reader()
+	defer done()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit WHERE id = ?`, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("audit %s recorded: %w", id, err)
+	}
+	return n > 0, nil
+}
