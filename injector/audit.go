@@ -3,11 +3,10 @@ package injector
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/command"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -29,31 +28,23 @@ func (in *Injector) auditRecord(f File, action, outcome string, b *record.Batch,
 }
 
 func (in *Injector) encodeAudit(a record.Audit) *kgo.Record {
-	v, _ := json.Marshal(a)
-	// Events of one file share a key, so they are read in order.
-	key := a.Actor
-	switch {
-	case a.Arrival != nil:
-		key = a.Arrival.ID
-	case a.Batch != nil && a.Batch.Arrival != "":
-		key = a.Batch.Arrival
-	case a.Batch != nil && a.Batch.ID != "":
-		key = a.Batch.ID
-	}
-	return &kgo.Record{Topic: in.cfg.Topics.Audit, Key: []byte(key), Value: v}
+	return command.AuditRecord(in.cfg.Topics.Audit, a)
 }
 
 func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo.Record {
-	v, _ := json.Marshal(d)
-	h := []kgo.RecordHeader{{Key: record.HeaderActor, Value: []byte(src.Actor)}}
-	if src.Batch != "" {
-		h = append(h,
-			kgo.RecordHeader{Key: record.HeaderBatch, Value: []byte(src.Batch)},
-			kgo.RecordHeader{Key: record.HeaderFile, Value: []byte(src.File)},
-			kgo.RecordHeader{Key: record.HeaderFolder, Value: []byte(src.Folder)},
-			kgo.RecordHeader{Key: record.HeaderRow, Value: []byte(strconv.Itoa(row))})
-	}
-	// The command's timestamp is when it was submitted: a task with no
-	// start counts from it.
-	return &kgo.Record{Topic: in.cfg.Topics.Input, Key: []byte(d.Key()), Value: v, Headers: h, Timestamp: in.cfg.Now()}
+	return command.Record(in.cfg.Topics.Input, d, src, row, in.cfg.Now())
+}
+
+// ReportStatus writes a worker's report on an execution to the status
+// topic, with its audit event, in one transaction. jobdrop writes reports
+// through command.Writer; this stays only for internal/store's tests,
+// which write one through an injector, until they use command.Writer.
+func (in *Injector) ReportStatus(ctx context.Context, actor string, s record.Status) error {
+	recs := command.StatusRecords(in.cfg.Topics, actor, s, in.cfg.Now())
+	return in.transact(ctx, func(produce func(*kgo.Record)) error {
+		for _, rec := range recs {
+			produce(rec)
+		}
+		return nil
+	})
 }

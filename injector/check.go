@@ -120,7 +120,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 // brokers cannot be asked, the producers' own limit stands, and the
 // brokers' answer to the records themselves decides.
 func (in *Injector) recordLimit(ctx context.Context) kafka.RecordLimit {
-	limit, err := kafka.RecordLimitOf(ctx, kadm.NewClient(in.notices), in.cfg.Topics.Input, in.cfg.Topics.State)
+	limit, err := kafka.RecordLimitOf(ctx, kadm.NewClient(in.admin), in.cfg.Topics.Input, in.cfg.Topics.State)
 	if err != nil {
 		in.log.Debug("cannot read the brokers' record limit; using the producers' own", "limit", limit.Bytes, "err", err)
 	}

@@ -70,9 +70,9 @@ type Injector struct {
 	cl       *kgo.Client
 	injected map[string]bool // batch ids committed by this process
 
-	// notices is a plain producer for arrival events, which must not wait
-	// behind a large file's transaction.
-	notices *kgo.Client
+	// admin asks the brokers about topics and their limits, outside the
+	// file's transaction.
+	admin *kgo.Client
 	// progress is the Progress of the file being injected, told of each
 	// record the brokers acknowledge.
 	progress progressHook
@@ -138,12 +138,12 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("injector: %w", err)
 	}
-	notices, err := kgo.NewClient(append([]kgo.Opt{kgo.ProducerLinger(0)}, cfg.ClientOpts...)...)
+	admin, err := kgo.NewClient(cfg.ClientOpts...)
 	if err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("injector: %w", err)
 	}
-	in.batches, in.cl, in.notices = batches, cl, notices
+	in.batches, in.cl, in.admin = batches, cl, admin
 	return in, nil
 }
 
@@ -153,7 +153,7 @@ func (in *Injector) Close() {
 	defer in.mu.Unlock()
 	if in.cl != nil {
 		in.cl.Close()
-		in.notices.Close()
+		in.admin.Close()
 		in.cl = nil
 	}
 }

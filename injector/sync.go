@@ -243,7 +243,7 @@ func (in *Injector) planSync(ctx context.Context, f File, rows *syncRows, scope 
 // transaction of its own, and returns their offsets: once the engine's
 // checkpoints are past them, it has applied every command committed before.
 func (in *Injector) barrier(ctx context.Context) (map[int32]int64, error) {
-	topics, err := kadm.NewClient(in.notices).ListTopics(ctx, in.cfg.Topics.Input)
+	topics, err := kadm.NewClient(in.admin).ListTopics(ctx, in.cfg.Topics.Input)
 	if err != nil {
 		return nil, fmt.Errorf("list topic %s: %w", in.cfg.Topics.Input, err)
 	}

@@ -17,6 +17,9 @@ import (
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/arrival"
+	// Aliased: the package's tests hold a var named command.
+	commandwriter "github.com/jobdrop/jobdrop/internal/command"
 	"github.com/jobdrop/jobdrop/internal/diff"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/metrics"
@@ -159,6 +162,23 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	defer inj.Close()
+	// The console's, the API's and the sweeper's writes go through a
+	// producer of their own, so they never wait behind a file.
+	cmds, err := commandwriter.New(commandwriter.Config{
+		ClientOpts:      base,
+		TransactionalID: "jobdrop-commands-" + cfg.Node,
+		Topics:          cfg.Topics,
+		Now:             h.clock.Now,
+	})
+	if err != nil {
+		return err
+	}
+	defer cmds.Close()
+	notices, err := arrival.New(arrival.Config{ClientOpts: base, Topics: cfg.Topics, Now: h.clock.Now})
+	if err != nil {
+		return err
+	}
+	defer notices.Close()
 	met.ObserveActiveTasks(eng.ActiveTasks)
 	met.ObservePausedByFaultPolicy(eng.PausedByFaultPolicy)
 	var folders []watcher.Folder
@@ -167,7 +187,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 			Dir: f.Dir, Poll: f.Poll, PollInterval: f.PollInterval, MinAge: f.MinAge, DoneMarker: f.DoneMarker,
 		})
 	}
-	pipe := newPipeline(inj, newRegistry(), cfg.Watch, cfg.Node, countRefused(met), log)
+	pipe := newPipeline(inj, notices, newRegistry(), cfg.Watch, cfg.Node, countRefused(met), log)
 	wat, err := watcher.New(watcher.Config{
 		Folders:       folders,
 		StableChecks:  cfg.Watcher.StableChecks,
@@ -184,11 +204,11 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return len(held)
 	})
 	ready := newReadiness(cfg, admin, met.KafkaClients(), rec, watched)
-	sweeper, err := newSweeper(cfg, st, rec, inj, ready, h.clock, log)
+	sweeper, err := newSweeper(cfg, st, rec, cmds, ready, h.clock, log)
 	if err != nil {
 		return err
 	}
-	wc := consoleConfig(cfg, inj, rec, h.clock.Now)
+	wc := consoleConfig(cfg, inj, cmds, rec, h.clock.Now)
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}
 	wc.Queues = watched.queues
@@ -232,15 +252,15 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	g.Go(func() error { return console.Run(ctx) })
 	serve(ctx, g, srv, ln, "console")
 	g.Go(func() error {
-		if err := auditUnclean(ctx, inj, cfg.DataDir, cfg.Node, unclean, h.clock.Now()); err != nil && ctx.Err() == nil {
+		if err := auditUnclean(ctx, cmds, cfg.DataDir, cfg.Node, unclean, h.clock.Now()); err != nil && ctx.Err() == nil {
 			log.Error("unclean stop not audited; the next start tries again", "error", err)
 		}
 		// Files are deduplicated against the batches recorded so far: first
 		// let the recorder catch up with everything committed before us.
-		if err := startedAudit(ctx, inj, rec, cfg.Node, h.clock.Now()); err != nil {
+		if err := startedAudit(ctx, cmds, rec, cfg.Node, h.clock.Now()); err != nil {
 			return err
 		}
-		if err := auditConfig(ctx, inj, cfg, h.clock.Now()); err != nil && ctx.Err() == nil {
+		if err := auditConfig(ctx, cmds, cfg, h.clock.Now()); err != nil && ctx.Err() == nil {
 			log.Error("configuration change not audited", "error", err)
 		}
 		ready.caughtUp.Store(true)
@@ -290,9 +310,9 @@ func ensureTopics(ctx context.Context, cfg Config, brokers []string, log *slog.L
 // startedAudit records this node's start in the audit trail and waits until
 // the recorder has stored it, which means everything committed before is
 // stored too.
-func startedAudit(ctx context.Context, inj *injector.Injector, rec *store.Recorder, node string, now time.Time) error {
+func startedAudit(ctx context.Context, w auditor, rec *store.Recorder, node string, now time.Time) error {
 	a := nodeEvent(node, record.ActionNodeStarted, "", now)
-	if err := inj.Audit(ctx, a); err != nil {
+	if err := w.Audit(ctx, a); err != nil {
 		return fmt.Errorf("audit start: %w", err)
 	}
 	return rec.WaitAudit(ctx, a.ID)
@@ -397,12 +417,13 @@ func (w wholeStore) BatchInjected(ctx context.Context, id string) (bool, error) 
 	return seen, err
 }
 
-// consoleConfig wires the console: writes through the injector, live
-// updates from the recorder, uploads into the first watched folder.
-func consoleConfig(cfg Config, inj *injector.Injector, rec *store.Recorder, now func() time.Time) web.Config {
+// consoleConfig wires the console: writes through cmds, dry runs of
+// sync files through the injector, live updates from the recorder,
+// uploads into the first watched folder.
+func consoleConfig(cfg Config, inj *injector.Injector, cmds *commandwriter.Writer, rec *store.Recorder, now func() time.Time) web.Config {
 	wc := web.Config{
 		Topics:        cfg.Topics,
-		Commander:     inj,
+		Commander:     cmds,
 		Anonymous:     len(cfg.Console.Users) == 0,
 		SecureCookies: cfg.Console.SecureCookies,
 		Changes:       rec.Applied,

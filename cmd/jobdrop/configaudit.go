@@ -162,7 +162,7 @@ func nodeEvent(node, action, detail string, now time.Time) record.Audit {
 	return a
 }
 
-// auditor writes audit events; the injector is one.
+// auditor writes audit events; command.Writer is one.
 type auditor interface {
 	Audit(ctx context.Context, a record.Audit) error
 }

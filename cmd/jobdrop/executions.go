@@ -8,7 +8,6 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/store"
 	"github.com/jobdrop/jobdrop/internal/sweep"
 )
@@ -50,7 +49,7 @@ func (c ExecutionsConfig) validate() error {
 // It reaps only once the recorder has caught up with what was committed
 // before the node started, and not while it rebuilds the store or cannot
 // store records.
-func newSweeper(cfg Config, st *store.Store, rec *store.Recorder, inj *injector.Injector, ready *readiness, clock clockwork.Clock, log *slog.Logger) (*sweep.Sweeper, error) {
+func newSweeper(cfg Config, st *store.Store, rec *store.Recorder, w sweep.Writer, ready *readiness, clock clockwork.Clock, log *slog.Logger) (*sweep.Sweeper, error) {
 	return sweep.New(sweep.Config{ReapGrace: cfg.Executions.ReapGrace, LogRetention: cfg.Executions.LogRetention,
-		Node: cfg.Node, Now: clock.Now, Ready: func() bool { return ready.caughtUp.Load() && rec.Err() == nil }}, st, inj, log)
+		Node: cfg.Node, Now: clock.Now, Ready: func() bool { return ready.caughtUp.Load() && rec.Err() == nil }}, st, w, log)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/arrival"
 	"github.com/jobdrop/jobdrop/internal/store"
 	"github.com/jobdrop/jobdrop/watcher"
 )
@@ -80,8 +81,13 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		if cerr != nil {
 			return fmt.Errorf("%w; and it could not be copied into %s/: %w", err, watcher.HeldDir, cerr)
 		}
+		notices, err := arrival.New(arrival.Config{ClientOpts: opts, Topics: cfg.Topics})
+		if err != nil {
+			return err
+		}
+		defer notices.Close()
 		done := make(chan error, 1)
-		inj.Moved(ctx, "cli", res.Batch, to, func(err error) { done <- err })
+		notices.Moved(ctx, "cli", res.Batch, to, func(err error) { done <- err })
 		if err := <-done; err != nil {
 			log.Warn("cannot record where the file went", "path", to, "error", err)
 		}

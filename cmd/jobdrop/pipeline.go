@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/arrival"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
@@ -46,6 +47,7 @@ func newRegistry() *converters.Registry {
 // of a batch, where it went.
 type pipeline struct {
 	inj     *injector.Injector
+	notices *arrival.Notices
 	reg     *converters.Registry
 	folders map[string]Folder
 	node    string
@@ -69,8 +71,8 @@ var (
 	_ web.Uploader         = (*pipeline)(nil)
 )
 
-func newPipeline(inj *injector.Injector, reg *converters.Registry, folders []Folder, node string, refused func(), log *slog.Logger) *pipeline {
-	p := &pipeline{inj: inj, reg: reg, folders: map[string]Folder{}, node: node, refused: refused, log: log.With("component", "pipeline"),
+func newPipeline(inj *injector.Injector, notices *arrival.Notices, reg *converters.Registry, folders []Folder, node string, refused func(), log *slog.Logger) *pipeline {
+	p := &pipeline{inj: inj, notices: notices, reg: reg, folders: map[string]Folder{}, node: node, refused: refused, log: log.With("component", "pipeline"),
 		batches: map[string]record.Batch{}, uploads: map[string]string{}}
 	for _, f := range folders {
 		p.folders[filepath.Clean(f.Dir)] = f
@@ -111,7 +113,7 @@ func (p *pipeline) arrive(ctx context.Context, dir, name, action, detail string,
 		outcome = record.OutcomeRejected
 	}
 	arr := record.Arrival{ID: record.ArrivalID(dir, name), File: shown, Folder: dir}
-	p.inj.Arrive(ctx, p.node, action, outcome, detail, arr, func(err error) {
+	p.notices.Arrive(ctx, p.node, action, outcome, detail, arr, func(err error) {
 		if err != nil {
 			p.log.Warn("cannot record the file's arrival", "file", name, "dir", dir, "action", action, "error", err)
 		}
@@ -137,7 +139,7 @@ func (p *pipeline) FileMoved(f watcher.File, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), arrivalWait)
 	defer cancel()
 	done := make(chan struct{})
-	p.inj.Moved(ctx, p.node, b, path, func(err error) {
+	p.notices.Moved(ctx, p.node, b, path, func(err error) {
 		if err != nil {
 			p.log.Warn("cannot record where the file went", "file", f.Name, "dir", f.Dir, "path", path, "error", err)
 		}

@@ -143,7 +143,7 @@ func (r reviewer) settle(f watcher.File, actor string, b record.Batch, report st
 	ctx, cancel := context.WithTimeout(context.Background(), arrivalWait)
 	defer cancel()
 	done := make(chan error, 1)
-	r.p.inj.Moved(ctx, actor, b, to, func(err error) { done <- err })
+	r.p.notices.Moved(ctx, actor, b, to, func(err error) { done <- err })
 	if err := <-done; err != nil {
 		r.p.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "error", err)
 	}

@@ -333,6 +333,21 @@ func (a Audit) Keyed(key string) Audit {
 	return a
 }
 
+// Key is the event's record key on the audit topic. The events of one
+// file share one, so they are read in order: its arrival's ID, or else its
+// batch's; any other event goes by its actor.
+func (a Audit) Key() string {
+	switch {
+	case a.Arrival != nil:
+		return a.Arrival.ID
+	case a.Batch != nil && a.Batch.Arrival != "":
+		return a.Batch.Arrival
+	case a.Batch != nil && a.Batch.ID != "":
+		return a.Batch.ID
+	}
+	return a.Actor
+}
+
 // Arrival is a file on its way in, named by ArrivalID of its folder and
 // name: the console shows it from the moment a watcher sees it until its
 // batch is recorded.

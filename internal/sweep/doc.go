@@ -3,7 +3,7 @@
 // grace after it (a FAILED status and an audit event, written to Kafka),
 // and drops execution logs past their retention from the node's store.
 //
-// It reads the store and writes through the injector; it never writes an
+// It reads the store and writes through command.Writer; it never writes an
 // execution's status to the store itself: the recorder does, from the
 // status topic, on every node alike.
 package sweep

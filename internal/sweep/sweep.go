@@ -48,7 +48,7 @@ type Store interface {
 }
 
 // Writer commits a reap: the execution's FAILED status and its audit
-// event, in one transaction. The injector implements it.
+// event, in one transaction. command.Writer implements it.
 type Writer interface {
 	Reap(ctx context.Context, s record.Status, a record.Audit) error
 }

@@ -3,7 +3,6 @@ package sweep_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/command"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store"
@@ -23,7 +22,7 @@ import (
 var topics = record.Topics{}.WithDefaults()
 
 // node is one jobdrop node's part in reaping: its store, filled by its
-// recorder, and its sweeper, writing through its injector.
+// recorder, and its sweeper, writing through its command writer.
 type node struct {
 	st *store.Store
 	sw *sweep.Sweeper
@@ -54,12 +53,12 @@ func startNode(t *testing.T, ctx context.Context, brokers []string, name string,
 		})
 	}
 	t.Cleanup(stop)
-	inj, err := injector.New(injector.Config{ClientOpts: opts, TransactionalID: "injector-" + name, Now: now}, st, slog.New(slog.DiscardHandler))
+	w, err := command.New(command.Config{ClientOpts: opts, TransactionalID: "commands-" + name, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(inj.Close)
-	sw, err := sweep.New(sweep.Config{Node: name, ReapGrace: time.Minute, Now: now}, st, inj, nil)
+	t.Cleanup(w.Close)
+	sw, err := sweep.New(sweep.Config{Node: name, ReapGrace: time.Minute, Now: now}, st, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
