@@ -21,6 +21,7 @@ import (
 	// Aliased: the package's tests hold a var named command.
 	commandwriter "github.com/jobdrop/jobdrop/internal/command"
 	"github.com/jobdrop/jobdrop/internal/diff"
+	"github.com/jobdrop/jobdrop/internal/intake"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/metrics"
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -187,7 +188,12 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 			Dir: f.Dir, Poll: f.Poll, PollInterval: f.PollInterval, MinAge: f.MinAge, DoneMarker: f.DoneMarker,
 		})
 	}
-	pipe := newPipeline(inj, notices, newRegistry(), cfg.Watch, cfg.Node, countRefused(met), log)
+	reg, watch := newRegistry(), watchedFolders(cfg.Watch)
+	pipe, err := intake.New(intake.Config{Injector: inj, Notices: notices, Folder: intakeFolder(watch, reg),
+		Node: cfg.Node, Refused: countRefused(met)}, log)
+	if err != nil {
+		return err
+	}
 	wat, err := watcher.New(watcher.Config{
 		Folders:       folders,
 		StableChecks:  cfg.Watcher.StableChecks,
@@ -210,7 +216,8 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	}
 	wc := consoleConfig(cfg, inj, cmds, rec, h.clock.Now)
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
-	wc.Reviewer = reviewer{p: pipe, batch: st.BatchByID, now: time.Now}
+	wc.Reviewer = reviewer{inj: inj, notices: notices, reg: reg, folders: watch, log: log.With("component", "pipeline"),
+		batch: st.BatchByID, now: time.Now}
 	wc.Queues = watched.queues
 	wc.Uploader = pipe
 	if schemas != nil {

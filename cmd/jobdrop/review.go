@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
+	"github.com/jobdrop/jobdrop/internal/arrival"
+	"github.com/jobdrop/jobdrop/internal/intake"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/watcher"
@@ -23,7 +27,12 @@ import (
 // file is taken from held/ first (watcher.TakeHeld), so two operators, or
 // two nodes of a shared folder, never decide one file twice.
 type reviewer struct {
-	p *pipeline
+	inj     *injector.Injector
+	notices *arrival.Notices
+	reg     *converters.Registry
+	// folders are the watched folders by their cleaned path.
+	folders map[string]Folder
+	log     *slog.Logger
 	// batch looks a batch up, with the paths its file was moved to.
 	batch func(ctx context.Context, id string) (storetype.Batch, error)
 	now   func() time.Time
@@ -46,7 +55,7 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 		if filepath.Base(sub) != watcher.HeldDir {
 			continue
 		}
-		folder, ok := r.p.folders[filepath.Clean(filepath.Dir(sub))]
+		folder, ok := r.folders[filepath.Clean(filepath.Dir(sub))]
 		if !ok {
 			continue
 		}
@@ -60,7 +69,7 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 	// An operator may act before the file's move to held/ is recorded:
 	// the file of the batch's name in its folder's held/ is the one when
 	// its content is the batch's.
-	if folder, ok := r.p.folders[filepath.Clean(b.Folder)]; ok && len(b.Kept) == 0 {
+	if folder, ok := r.folders[filepath.Clean(b.Folder)]; ok && len(b.Kept) == 0 {
 		if id, err := fileSHA256(filepath.Join(folder.Dir, watcher.HeldDir, b.File)); err == nil && id == b.ID {
 			f, err := watcher.TakeHeld(folder.Dir, b.File)
 			if err == nil || !errors.Is(err, watcher.ErrNotHeld) {
@@ -92,7 +101,7 @@ func (r reviewer) Apply(ctx context.Context, id, actor string) error {
 	if err != nil {
 		return err
 	}
-	conv, err := converterFor(r.p.reg, folder, f.Name)
+	conv, err := converterFor(r.reg, folder, f.Name)
 	if err != nil {
 		return r.putBack(f, err)
 	}
@@ -102,7 +111,7 @@ func (r reviewer) Apply(ctx context.Context, id, actor string) error {
 		file.Sync = &injector.Sync{} // no longer a sync folder: still applied as reviewed
 	}
 	file.Sync.Reviewed = true
-	res, err := r.p.inj.Inject(ctx, file, conv, folder.Options)
+	res, err := r.inj.Inject(ctx, file, conv, folder.Options)
 	var rej *injector.RejectedError
 	switch {
 	case errors.As(err, &rej):
@@ -122,7 +131,7 @@ func (r reviewer) Reject(ctx context.Context, id, actor, reason string) error {
 	batch := record.Batch{ID: b.ID, File: b.File, Folder: b.Folder, Size: b.Size, Rows: b.Rows}
 	file := folder.file(f.Path, f.Name, f.Dir)
 	file.Actor = actor
-	if err := r.p.inj.RejectHeld(ctx, file, batch, reason); err != nil {
+	if err := r.inj.RejectHeld(ctx, file, batch, reason); err != nil {
 		return r.putBack(f, err)
 	}
 	report := f.Name + ": rejected after review by " + actor
@@ -140,12 +149,12 @@ func (r reviewer) settle(f watcher.File, actor string, b record.Batch, report st
 		return fmt.Errorf("decided, but %s could not be moved out of %s (it is handled again at the next start): %w",
 			f.Name, watcher.ProcessingDir, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), arrivalWait)
+	ctx, cancel := context.WithTimeout(context.Background(), intake.ArrivalWait)
 	defer cancel()
 	done := make(chan error, 1)
-	r.p.notices.Moved(ctx, actor, b, to, func(err error) { done <- err })
+	r.notices.Moved(ctx, actor, b, to, func(err error) { done <- err })
 	if err := <-done; err != nil {
-		r.p.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "error", err)
+		r.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "error", err)
 	}
 	return nil
 }
