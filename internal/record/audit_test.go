@@ -55,3 +55,23 @@ func TestAuditKeyed(t *testing.T) {
 		t.Errorf("keyed id %q, want execution.reaped:f1", got)
 	}
 }
+
+func TestAuditKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    Audit
+		want string
+	}{
+		{"by actor", Audit{Actor: "ada"}, "ada"},
+		{"arrival", Audit{Actor: "node", Arrival: &Arrival{ID: "arr"}, Batch: &Batch{ID: "b", Arrival: "other"}}, "arr"},
+		{"batch of an arrival", Audit{Actor: "node", Batch: &Batch{ID: "b", Arrival: "arr"}}, "arr"},
+		{"batch", Audit{Actor: "node", Batch: &Batch{ID: "b"}}, "b"},
+		{"batch with no id", Audit{Actor: "node", Batch: &Batch{File: "f"}}, "node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.a.Key(); got != tc.want {
+				t.Errorf("Key() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+)
+
+func newWriter(t *testing.T) (*Writer, []string, record.Topics) {
+	t.Helper()
+	brokers := kafkatest.Cluster(t)
+	topics := record.Topics{}.WithDefaults()
+	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 3, -1); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	w, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-commands", Topics: topics,
+		Now: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w, brokers, topics
+}
+
+func header(t *testing.T, headers map[string]string, key string) string {
+	t.Helper()
+	v, ok := headers[key]
+	if !ok {
+		t.Fatalf("no header %s in %v", key, headers)
+	}
+	return v
+}
+
+// TestWritesCommandsAndReports: commands carry their actor and the
+// writer's clock, a trigger's fire id follows from where it was written,
+// and a report comes with its audit event.
+func TestWritesCommandsAndReports(t *testing.T) {
+	w, brokers, topics := newWriter(t)
+	ctx := context.Background()
+	d := task.Definition{Host: "acme", Name: "a", Action: task.Insert, Topic: "jobs"}
+	if err := w.Send(ctx, "alice", d); err != nil {
+		t.Fatal(err)
+	}
+	id, err := w.Trigger(ctx, "bob", "acme", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := kafkatest.Drain(t, brokers, topics.Input)
+	if len(cmds) != 2 {
+		t.Fatalf("%d commands, want 2", len(cmds))
+	}
+	byActor := map[string]string{}
+	for _, rec := range cmds {
+		h := map[string]string{}
+		for _, x := range rec.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		var got task.Definition
+		if err := json.Unmarshal(rec.Value, &got); err != nil {
+			t.Fatal(err)
+		}
+		byActor[header(t, h, record.HeaderActor)] = string(got.Action)
+		if string(rec.Key) != "acme/a" || !rec.Timestamp.Equal(w.cfg.Now()) {
+			t.Errorf("command %s at %s, want acme/a at %s", rec.Key, rec.Timestamp, w.cfg.Now())
+		}
+		if got.Action == task.Trigger {
+			if want := record.TriggerFireID("acme", "a", rec.Partition, rec.Offset); id != want {
+				t.Errorf("trigger's fire id %q, want %q", id, want)
+			}
+		}
+	}
+	if byActor["alice"] != string(task.Insert) || byActor["bob"] != string(task.Trigger) {
+		t.Errorf("commands by actor %v", byActor)
+	}
+
+	s := record.Status{FireID: "fire-1", Status: record.StatusRunning, Worker: "w1", Message: "started"}
+	if err := w.ReportStatus(ctx, "w1", s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.AppendLogs(ctx, record.Status{FireID: "fire-1", Worker: "w1", Logs: []record.LogLine{{Message: "line"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(kafkatest.Drain(t, brokers, topics.Status)); n != 2 {
+		t.Errorf("%d status records, want the report and the logs", n)
+	}
+	audits := kafkatest.Decode[record.Audit](t, kafkatest.Drain(t, brokers, topics.Audit))
+	if len(audits) != 1 || audits[0].Action != "execution.running" || audits[0].Object != "fire-1" || audits[0].Detail != "started" {
+		t.Errorf("audit events %+v, want the report's alone (logs are not audited)", audits)
+	}
+}
+
+func TestClosedWriterRefuses(t *testing.T) {
+	w, _, _ := newWriter(t)
+	w.Close()
+	w.Close() // twice is fine
+	if err := w.Audit(context.Background(), record.NewAudit(time.Now(), "a", "x", "y", record.OutcomeOK)); err == nil {
+		t.Fatal("a closed writer wrote")
+	}
+}
