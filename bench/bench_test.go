@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,14 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/xuri/excelize/v2"
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
@@ -120,95 +116,6 @@ func def(i int) task.Definition {
 		Frequency: &task.Frequency{TimeUnit: task.Minutes, Time: int32(i%60 + 1)},
 		Data:      map[string]string{"command": fmt.Sprintf("/opt/jobs/run-%07d.sh", i)},
 	}
-}
-
-// writeCSV writes the job list of n rows.
-func writeCSV(tb testing.TB, path string, n int) { writeCSVFrom(tb, path, 0, n) }
-
-// writeCSVFrom writes the job list of rows from to from+n-1.
-func writeCSVFrom(tb testing.TB, path string, from, n int) {
-	tb.Helper()
-	writeFile(tb, path, func(w *bufio.Writer) {
-		w.WriteString("host,name,action,topic,timeUnit,time,data.command\n")
-		for i := from; i < from+n; i++ {
-			d := def(i)
-			fmt.Fprintf(w, "%s,%s,%s,%s,%s,%d,%s\n", d.Host, d.Name, d.Action, d.Topic, d.Frequency.TimeUnit, d.Frequency.Time, d.Data["command"])
-		}
-	})
-}
-
-// writeFile writes path through a buffer with write.
-func writeFile(tb testing.TB, path string, write func(w *bufio.Writer)) {
-	tb.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := bufio.NewWriter(f)
-	write(w)
-	if err := w.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		tb.Fatal(err)
-	}
-}
-
-// writeJSONL writes the same job list as JSON Lines: each line the
-// light-scheduler TaskDefinition of its row, as the injector writes it.
-func writeJSONL(tb testing.TB, path string, n int) {
-	tb.Helper()
-	writeFile(tb, path, func(w *bufio.Writer) {
-		for i := range n {
-			d := def(i)
-			v, _ := json.Marshal(&d)
-			w.Write(v)
-			w.WriteByte('\n')
-		}
-	})
-}
-
-// writeXLSX writes the same job list as a workbook.
-func writeXLSX(tb testing.TB, path string, n int) {
-	tb.Helper()
-	x := excelize.NewFile()
-	defer x.Close()
-	sw, err := x.NewStreamWriter("Sheet1")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := sw.SetRow("A1", []any{"host", "name", "action", "topic", "timeUnit", "time", "data.command"}); err != nil {
-		tb.Fatal(err)
-	}
-	for i := range n {
-		d := def(i)
-		cell, _ := excelize.CoordinatesToCellName(1, i+2)
-		if err := sw.SetRow(cell, []any{d.Host, d.Name, string(d.Action), d.Topic, string(d.Frequency.TimeUnit), d.Frequency.Time, d.Data["command"]}); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := sw.Flush(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := x.SaveAs(path); err != nil {
-		tb.Fatal(err)
-	}
-}
-
-// writeKcatInput writes n key:value lines as the injector's commands:
-// the same keys and the same JSON values.
-func writeKcatInput(tb testing.TB, path string, n int) {
-	tb.Helper()
-	writeFile(tb, path, func(w *bufio.Writer) {
-		for i := range n {
-			d := def(i)
-			v, _ := json.Marshal(d)
-			w.WriteString(d.Key())
-			w.WriteByte(':')
-			w.Write(v)
-			w.WriteByte('\n')
-		}
-	})
 }
 
 // resetPeakRSS starts a new high-water mark of this process's memory.
@@ -400,139 +307,6 @@ func BenchmarkDropXLSX(b *testing.B) {
 		r = measure(b, "xlsx", n)
 	}
 	report(b, r)
-}
-
-// latency is the time from the rename of small files into the folder to
-// their committed transactions, and kcat's time to produce the same
-// records, over drops files.
-type latency struct {
-	drops        int
-	rows         int
-	commit, kcat []time.Duration // sorted
-}
-
-// quantile is the q-quantile of sorted durations.
-func quantile(d []time.Duration, q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	return d[min(len(d)-1, int(q*float64(len(d))))]
-}
-
-// measureLatency renames drops files of rows rows into the inbox one after
-// another, each once the one before is committed, and times each from its
-// rename to its commit; kcat produces each file's records beside it.
-func measureLatency(tb testing.TB, drops, rows int) latency {
-	tb.Helper()
-	e := startEnv(tb)
-	l := latency{drops: drops, rows: rows}
-	for i := range drops {
-		src := filepath.Join(e.dir, fmt.Sprintf(".drop-%d.csv", i))
-		writeCSVFrom(tb, src, i*rows, rows)
-		kin := filepath.Join(e.dir, "kcat.txt")
-		writeKcatInput(tb, kin, rows)
-		if took, _ := kcatRun(tb, e.brokers, kin); took > 0 {
-			l.kcat = append(l.kcat, took)
-		}
-		start := time.Now()
-		if err := os.Rename(src, filepath.Join(e.inbox, fmt.Sprintf("drop-%d.csv", i))); err != nil {
-			tb.Fatal(err)
-		}
-		var o outcome
-		select {
-		case o = <-e.results:
-		case <-time.After(time.Minute):
-			tb.Fatalf("drop %d: no outcome within a minute", i)
-		}
-		if o.err != nil || o.res.Outcome != injector.Injected || o.res.Batch.Rows != rows {
-			tb.Fatalf("drop %d: %+v, %v", i, o.res, o.err)
-		}
-		l.commit = append(l.commit, o.at.Sub(start))
-	}
-	slices.Sort(l.commit)
-	slices.Sort(l.kcat)
-	return l
-}
-
-// BenchmarkRenameToCommit renames 100 files of 10 rows into a folder, one
-// after another, and reports the time from each rename to its commit.
-func BenchmarkRenameToCommit(b *testing.B) {
-	var l latency
-	for b.Loop() {
-		l = measureLatency(b, 100, 10)
-	}
-	b.ReportMetric(float64(quantile(l.commit, 0.5).Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(quantile(l.commit, 0.99).Microseconds())/1000, "p99-ms")
-	if len(l.kcat) > 0 {
-		b.ReportMetric(float64(quantile(l.kcat, 0.5).Microseconds())/1000, "kcat-p50-ms")
-		b.ReportMetric(float64(quantile(l.kcat, 0.99).Microseconds())/1000, "kcat-p99-ms")
-	}
-	b.ReportMetric(float64(l.drops), "drops")
-}
-
-// TestHarness runs the benchmarks' measurement on small files, checking
-// that every row reaches the input topic once, in one batch per file, and
-// that the kcat baseline produced as many records.
-func TestHarness(t *testing.T) {
-	for _, tt := range []struct {
-		format string
-		rows   int
-	}{{"csv", 10_000}, {"jsonl", 10_000}, {"xlsx", 2_000}} {
-		t.Run(tt.format, func(t *testing.T) {
-			r := measure(t, tt.format, tt.rows)
-			if r.elapsed <= 0 || r.peakRSS <= 0 || r.heapPeak == 0 {
-				t.Errorf("measured %+v", r)
-			}
-			t.Logf("%s: %d rows in %s (%.0f rows/s), peak RSS %d MiB; kcat %s", tt.format, r.rows, r.elapsed, r.rowsPerSec(), r.peakRSS>>20, r.kcat)
-		})
-	}
-	t.Run("rename to commit", func(t *testing.T) {
-		l := measureLatency(t, 5, 10)
-		if len(l.commit) != 5 || l.commit[0] <= 0 {
-			t.Errorf("measured %+v", l)
-		}
-		t.Logf("5 drops of 10 rows: p50 %s, max %s from rename to commit; kcat p50 %s", quantile(l.commit, 0.5), l.commit[4], quantile(l.kcat, 0.5))
-	})
-}
-
-// TestHarnessCommitsEveryRowOnce reads back what a harness run committed.
-func TestHarnessCommitsEveryRowOnce(t *testing.T) {
-	const n = 3_000
-	e := startEnv(t)
-	src := filepath.Join(e.dir, "jobs.csv")
-	writeCSV(t, src, n)
-	kin := filepath.Join(e.dir, "kcat.txt")
-	writeKcatInput(t, kin, n)
-	took, _ := kcatRun(t, e.brokers, kin)
-	if err := os.Rename(src, filepath.Join(e.inbox, "jobs.csv")); err != nil {
-		t.Fatal(err)
-	}
-	if o := <-e.results; o.err != nil {
-		t.Fatal(o.err)
-	}
-	recs := kafkatest.Drain(t, e.brokers, record.Topics{}.WithDefaults().Input)
-	ours, theirs := map[string]int{}, 0
-	var ourSize, theirSize int
-	for _, r := range recs {
-		if batch := header(r, record.HeaderBatch); batch != "" {
-			ours[string(r.Key)]++
-			ourSize += len(r.Value)
-		} else {
-			theirs++
-			theirSize += len(r.Value)
-		}
-	}
-	if len(ours) != n {
-		t.Errorf("%d distinct commands from the file, want %d", len(ours), n)
-	}
-	for k, c := range ours {
-		if c != 1 {
-			t.Errorf("%s committed %d times", k, c)
-		}
-	}
-	if took > 0 && (theirs != n || theirSize != ourSize) {
-		t.Errorf("kcat produced %d records of %d bytes, the injector %d of %d bytes; want the same", theirs, theirSize, len(ours), ourSize)
-	}
 }
 
 func header(r *kgo.Record, key string) string {
