@@ -188,8 +188,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 			Dir: f.Dir, Poll: f.Poll, PollInterval: f.PollInterval, MinAge: f.MinAge, DoneMarker: f.DoneMarker,
 		})
 	}
-	reg, watch := newRegistry(), watchedFolders(cfg.Watch)
-	pipe, err := intake.New(intake.Config{Injector: inj, Notices: notices, Folder: intakeFolder(watch, reg),
+	pipe, err := intake.New(intake.Config{Injector: inj, Notices: notices, Folder: intakeFolder(cfg.Watch, newRegistry()),
 		Node: cfg.Node, Refused: countRefused(met)}, log)
 	if err != nil {
 		return err
@@ -216,8 +215,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	}
 	wc := consoleConfig(cfg, inj, cmds, rec, h.clock.Now)
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
-	wc.Reviewer = reviewer{inj: inj, notices: notices, reg: reg, folders: watch, log: log.With("component", "pipeline"),
-		batch: st.BatchByID, now: time.Now}
+	wc.Reviewer = pipe.Reviewer(st.BatchByID, time.Now)
 	wc.Queues = watched.queues
 	wc.Uploader = pipe
 	if schemas != nil {

@@ -32,20 +32,18 @@ func newRegistry() *converters.Registry {
 	return r
 }
 
-// watchedFolders are the folders of cfg by their cleaned path.
-func watchedFolders(watch []Folder) map[string]Folder {
-	m := map[string]Folder{}
-	for _, f := range watch {
-		m[filepath.Clean(f.Dir)] = f
-	}
-	return m
-}
-
-// intakeFolder describes the watched folder dir of folders to the intake,
+// intakeFolder describes the watched folder dir of watch to the intake,
 // reading its files with the converters of reg. A folder not configured
 // reads as one with no options.
-func intakeFolder(folders map[string]Folder, reg *converters.Registry) func(dir string) intake.Folder {
-	return func(dir string) intake.Folder { return folders[filepath.Clean(dir)].intake(reg) }
+func intakeFolder(watch []Folder, reg *converters.Registry) func(dir string) (intake.Folder, bool) {
+	folders := map[string]Folder{}
+	for _, f := range watch {
+		folders[filepath.Clean(f.Dir)] = f
+	}
+	return func(dir string) (intake.Folder, bool) {
+		f, ok := folders[filepath.Clean(dir)]
+		return f.intake(reg), ok
+	}
 }
 
 // intake is the intake's view of the folder, reading its files with the

@@ -40,8 +40,9 @@ type Config struct {
 	Injector *injector.Injector
 	// Notices records the files' arrivals and moves. Required.
 	Notices *arrival.Notices
-	// Folder describes the watched folder dir. Required.
-	Folder func(dir string) Folder
+	// Folder describes the watched folder dir, and reports whether it is
+	// one: a folder not watched reads as one with no options. Required.
+	Folder func(dir string) (Folder, bool)
 	// Node is the actor of the arrival events.
 	Node string
 	// Refused, if set, is told of each entry of a folder the watcher
@@ -57,7 +58,7 @@ type Config struct {
 type Intake struct {
 	inj     *injector.Injector
 	notices *arrival.Notices
-	folder  func(dir string) Folder
+	folder  func(dir string) (Folder, bool)
 	node    string
 	log     *slog.Logger
 	refused func()
@@ -126,7 +127,7 @@ func (in *Intake) HandleFile(ctx context.Context, f watcher.File) error {
 }
 
 func (in *Intake) handle(ctx context.Context, f watcher.File) error {
-	folder := in.folder(f.Dir)
+	folder, _ := in.folder(f.Dir)
 	conv, err := folder.Converter(f.Name)
 	if err != nil {
 		return err

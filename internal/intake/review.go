@@ -1,4 +1,4 @@
-package main
+package intake
 
 import (
 	"context"
@@ -7,42 +7,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
-	"github.com/jobdrop/jobdrop/internal/arrival"
-	"github.com/jobdrop/jobdrop/internal/intake"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web/api"
 )
 
-// reviewer decides the held files of the folders this node watches: an
+// Reviewer decides the held files of the folders this node watches: an
 // operator's Apply injects one whatever it deletes, Reject fails it. The
 // file is taken from held/ first (watcher.TakeHeld), so two operators, or
 // two nodes of a shared folder, never decide one file twice.
-type reviewer struct {
-	inj     *injector.Injector
-	notices *arrival.Notices
-	reg     *converters.Registry
-	// folders are the watched folders by their cleaned path.
-	folders map[string]Folder
-	log     *slog.Logger
+type Reviewer struct {
+	in *Intake
 	// batch looks a batch up, with the paths its file was moved to.
 	batch func(ctx context.Context, id string) (storetype.Batch, error)
 	now   func() time.Time
 }
 
-var _ api.Reviewer = reviewer{}
+var _ api.Reviewer = Reviewer{}
+
+// Reviewer decides the held files of the intake's folders, looking their
+// batches up with batch; now is the clock of their reports.
+func (in *Intake) Reviewer(batch func(ctx context.Context, id string) (storetype.Batch, error), now func() time.Time) Reviewer {
+	return Reviewer{in: in, batch: batch, now: now}
+}
 
 // take finds the held file of batch id in a watched folder's held/ and
 // takes it.
-func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, storetype.Batch, error) {
+func (r Reviewer) take(ctx context.Context, id string) (watcher.File, Folder, storetype.Batch, error) {
 	b, err := r.batch(ctx, id)
 	if err != nil {
 		return watcher.File{}, Folder{}, b, err
@@ -55,7 +52,7 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 		if filepath.Base(sub) != watcher.HeldDir {
 			continue
 		}
-		folder, ok := r.folders[filepath.Clean(filepath.Dir(sub))]
+		folder, ok := r.in.folder(filepath.Dir(sub))
 		if !ok {
 			continue
 		}
@@ -69,7 +66,7 @@ func (r reviewer) take(ctx context.Context, id string) (watcher.File, Folder, st
 	// An operator may act before the file's move to held/ is recorded:
 	// the file of the batch's name in its folder's held/ is the one when
 	// its content is the batch's.
-	if folder, ok := r.folders[filepath.Clean(b.Folder)]; ok && len(b.Kept) == 0 {
+	if folder, ok := r.in.folder(b.Folder); ok && len(b.Kept) == 0 {
 		if id, err := fileSHA256(filepath.Join(folder.Dir, watcher.HeldDir, b.File)); err == nil && id == b.ID {
 			f, err := watcher.TakeHeld(folder.Dir, b.File)
 			if err == nil || !errors.Is(err, watcher.ErrNotHeld) {
@@ -96,22 +93,25 @@ func fileSHA256(path string) (string, error) {
 }
 
 // Apply injects the held file of batch id whatever it deletes.
-func (r reviewer) Apply(ctx context.Context, id, actor string) error {
+func (r Reviewer) Apply(ctx context.Context, id, actor string) error {
 	f, folder, _, err := r.take(ctx, id)
 	if err != nil {
 		return err
 	}
-	conv, err := converterFor(r.reg, folder, f.Name)
+	conv, err := folder.Converter(f.Name)
 	if err != nil {
 		return r.putBack(f, err)
 	}
-	file := folder.file(f.Path, f.Name, f.Dir)
+	file := folder.File(f.Path, f.Name, f.Dir)
 	file.Actor = actor
-	if file.Sync = folder.sync(conv); file.Sync == nil {
+	if folder.Sync != nil {
+		file.Sync = folder.Sync(conv)
+	}
+	if file.Sync == nil {
 		file.Sync = &injector.Sync{} // no longer a sync folder: still applied as reviewed
 	}
 	file.Sync.Reviewed = true
-	res, err := r.inj.Inject(ctx, file, conv, folder.Options)
+	res, err := r.in.inj.Inject(ctx, file, conv, folder.Options)
 	var rej *injector.RejectedError
 	switch {
 	case errors.As(err, &rej):
@@ -123,15 +123,15 @@ func (r reviewer) Apply(ctx context.Context, id, actor string) error {
 }
 
 // Reject moves the held file of batch id to failed/ beside the reason.
-func (r reviewer) Reject(ctx context.Context, id, actor, reason string) error {
+func (r Reviewer) Reject(ctx context.Context, id, actor, reason string) error {
 	f, folder, b, err := r.take(ctx, id)
 	if err != nil {
 		return err
 	}
 	batch := record.Batch{ID: b.ID, File: b.File, Folder: b.Folder, Size: b.Size, Rows: b.Rows}
-	file := folder.file(f.Path, f.Name, f.Dir)
+	file := folder.File(f.Path, f.Name, f.Dir)
 	file.Actor = actor
-	if err := r.inj.RejectHeld(ctx, file, batch, reason); err != nil {
+	if err := r.in.inj.RejectHeld(ctx, file, batch, reason); err != nil {
 		return r.putBack(f, err)
 	}
 	report := f.Name + ": rejected after review by " + actor
@@ -143,25 +143,25 @@ func (r reviewer) Reject(ctx context.Context, id, actor, reason string) error {
 
 // settle moves a decided file to archive/ (report empty) or failed/, and
 // records where it went.
-func (r reviewer) settle(f watcher.File, actor string, b record.Batch, report string) error {
+func (r Reviewer) settle(f watcher.File, actor string, b record.Batch, report string) error {
 	to, err := watcher.Settle(f, report, r.now())
 	if err != nil {
 		return fmt.Errorf("decided, but %s could not be moved out of %s (it is handled again at the next start): %w",
 			f.Name, watcher.ProcessingDir, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), intake.ArrivalWait)
+	ctx, cancel := context.WithTimeout(context.Background(), ArrivalWait)
 	defer cancel()
 	done := make(chan error, 1)
-	r.notices.Moved(ctx, actor, b, to, func(err error) { done <- err })
+	r.in.notices.Moved(ctx, actor, b, to, func(err error) { done <- err })
 	if err := <-done; err != nil {
-		r.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "error", err)
+		r.in.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "error", err)
 	}
 	return nil
 }
 
 // putBack returns a taken file to held/ when its decision could not be
 // carried out, and says why.
-func (r reviewer) putBack(f watcher.File, cause error) error {
+func (r Reviewer) putBack(f watcher.File, cause error) error {
 	if err := watcher.Hold(f); err != nil {
 		return fmt.Errorf("%w; and the file could not go back to %s/ (it is handled again at the next start): %w", cause, watcher.HeldDir, err)
 	}
