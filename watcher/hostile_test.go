@@ -3,9 +3,7 @@
 package watcher
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -14,15 +12,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/jobdrop/jobdrop/internal/disktest"
 )
 
 // logTo returns a logger that writes text lines to a buffer the test can
@@ -337,101 +332,6 @@ func TestUnreadableFileIsRefused(t *testing.T) {
 	}
 }
 
-// TestNamesAreCheckedAndShownSafely: names with control characters,
-// invalid UTF-8, bidirectional overrides or over MaxNameBytes are refused
-// with a report that quotes them; names that only look odd (leading
-// dashes, dots, backslashes, non-ASCII letters) are handled as they are,
-// except hidden ones (a leading dot), which are never touched.
-// No name gets a raw control character into the log, and nothing is
-// written outside the folder.
-func TestNamesAreCheckedAndShownSafely(t *testing.T) {
-	base := t.TempDir()
-	dir := filepath.Join(base, "inbox")
-	long := strings.Repeat("x", 246) + ".csv"
-	refused := map[string]string{ // name → its failed/ name
-		"line\nbreak.csv":                "",
-		"tab\there.csv":                  "",
-		"esc\x1b[31mred\x1b[0m.csv":      "",
-		"cr.csv\r":                       "",
-		"forged.csv\ntime=x level=ERROR": "",
-		"latin1-\xe9t\xe9.csv":           "",
-		"bidi-\u202egpj.csv":             "",
-		long:                             strings.Repeat("x", 255-len(ErrorsSuffix)-len(".csv")-len("~")) + "~.csv",
-	}
-	handled := []string{"-rf.csv", "--help.csv", "jobs..csv", `evil\..\..\x.csv`, "ünïcode ✓.csv",
-		strings.Repeat("y", MaxNameBytes-len(".csv")) + ".csv"}
-	logs, log := logTo(t)
-	obs := &observer{}
-	w, err := New(fastConfig(dir), obs, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, w)
-	for name := range refused {
-		write(t, filepath.Join(dir, name), "content of "+name)
-	}
-	for _, name := range handled {
-		write(t, filepath.Join(dir, name), "content of "+name)
-	}
-	// A name starting with a dot is hidden, like a file still being
-	// written: never touched.
-	hidden := filepath.Join(dir, `..\..\hidden.csv`)
-	write(t, hidden, "hidden")
-
-	for _, name := range handled {
-		waitFor(t, "archive/"+name, func() bool { return exists(filepath.Join(dir, ArchiveDir, name)) })
-	}
-	for name, as := range refused {
-		report := failedReport(t, dir, cmp.Or(as, name))
-		want := DisplayName(name) + ": not taken: "
-		if !strings.HasPrefix(report, want) || strings.Count(report, "\n") != 1 {
-			t.Errorf("report of %q = %q, want one line starting with %q", name, report, want)
-		}
-		if name != long && !strings.HasPrefix(want, `"`) {
-			t.Errorf("DisplayName(%q) = %s, want it quoted", name, want)
-		}
-		if got := read(t, filepath.Join(dir, FailedDir, cmp.Or(as, name))); got != "content of "+name {
-			t.Errorf("failed/%q holds %q", cmp.Or(as, name), got)
-		}
-	}
-	if r := read(t, filepath.Join(dir, FailedDir, refused[long]+ErrorsSuffix)); !strings.Contains(r, "its name is 250 bytes long, over the limit of 200") {
-		t.Errorf("report of the long name: %q", r)
-	}
-	got := obs.names()
-	slices.Sort(got)
-	want := slices.Clone(handled)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("handled %q, want %q", got, want)
-	}
-	for _, ev := range obs.seen() {
-		if name, ok := strings.CutPrefix(ev, "seen "); ok && !slices.Contains(handled, name) {
-			t.Errorf("a refused name was announced as seen: %q", name)
-		}
-	}
-
-	// Every line of the log is one record: no name forged a line, and no
-	// control character reached it raw.
-	text := logs.String()
-	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		if !strings.HasPrefix(line, "time=") {
-			t.Errorf("log line not written by the logger: %q", line)
-		}
-		if strings.ContainsFunc(line, func(r rune) bool { return r < ' ' || r == 0x7f || r == 0x202e }) {
-			t.Errorf("log line holds a raw control character: %q", line)
-		}
-	}
-	if !strings.Contains(text, `file="esc\x1b[31mred\x1b[0m.csv"`) {
-		t.Errorf("the log does not show the escape sequence escaped")
-	}
-	if !exists(hidden) {
-		t.Error(`..\..\hidden.csv was touched`)
-	}
-	if entries, err := os.ReadDir(base); err != nil || len(entries) != 1 {
-		t.Errorf("beside the folder: %v, %v; want the folder alone", entries, err)
-	}
-}
-
 // TestOpenRegularNeverWaits: opening what the watcher takes for a
 // regular file returns at once with an error when it was replaced by a
 // named pipe with no writer (a plain open would wait for one) or by a
@@ -462,116 +362,5 @@ func TestOpenRegularNeverWaits(t *testing.T) {
 		case <-time.After(waitLimit):
 			t.Fatalf("openRegular(%s) waited", filepath.Base(tt.path))
 		}
-	}
-}
-
-// TestRetryErrorKeepsTheFileAndItsPlace: a file whose handler says
-// "retry" stays in .processing and is handed over again until it is
-// handled, logged once; the files dropped after it in its folder wait,
-// other folders go on.
-func TestRetryErrorKeepsTheFileAndItsPlace(t *testing.T) {
-	dirA, dirB := t.TempDir(), t.TempDir()
-	release := make(chan struct{})
-	var mu sync.Mutex
-	attempts := 0
-	rec := &recorder{react: func(_ context.Context, f File) error {
-		if f.Name != "first.csv" {
-			return nil
-		}
-		mu.Lock()
-		attempts++
-		mu.Unlock()
-		select {
-		case <-release:
-			return nil
-		default:
-			return &RetryError{Err: errors.New("inject first.csv: brokers refuse writes")}
-		}
-	}}
-	logs, log := logTo(t)
-	start(t, fastConfig(dirA, dirB), rec, log)
-
-	write(t, filepath.Join(dirA, "first.csv"), "first")
-	waitFor(t, "first.csv claimed", func() bool { return exists(filepath.Join(dirA, ProcessingDir, "first.csv")) })
-	write(t, filepath.Join(dirA, "second.csv"), "second")
-	write(t, filepath.Join(dirB, "b.csv"), "b")
-	waitFor(t, "B/archive/b.csv", func() bool { return exists(filepath.Join(dirB, ArchiveDir, "b.csv")) })
-	waitFor(t, "three attempts at first.csv", func() bool { mu.Lock(); defer mu.Unlock(); return attempts >= 3 })
-	if !exists(filepath.Join(dirA, ProcessingDir, "first.csv")) || exists(filepath.Join(dirA, FailedDir, "first.csv")) {
-		t.Fatal("first.csv left .processing while it is retried")
-	}
-	if slices.Contains(rec.names(), "second.csv") {
-		t.Fatal("second.csv handled before first.csv, dropped before it")
-	}
-
-	close(release)
-	waitFor(t, "archive/second.csv", func() bool { return exists(filepath.Join(dirA, ArchiveDir, "second.csv")) })
-	if !exists(filepath.Join(dirA, ArchiveDir, "first.csv")) {
-		t.Error("first.csv not archived once handled")
-	}
-	var order []string
-	for _, n := range rec.names() {
-		if len(order) == 0 || order[len(order)-1] != n {
-			order = append(order, n)
-		}
-	}
-	if i, j := slices.Index(order, "first.csv"), slices.Index(order, "second.csv"); i < 0 || j < i || slices.Contains(order[j:], "first.csv") {
-		t.Errorf("handled in order %v, want every attempt at first.csv before second.csv", order)
-	}
-	text := logs.String()
-	if n := strings.Count(text, "level=ERROR msg=\"cannot handle the file"); n != 1 {
-		t.Errorf("%d error lines for first.csv's retries, want 1:\n%s", n, text)
-	}
-	if !strings.Contains(text, "retry succeeded: handle the file") {
-		t.Error("the success after retries is not logged")
-	}
-}
-
-// TestFullDiskKeepsFilesUntilTheyCanBeMoved: on a folder whose disk is
-// full, a rejected file's report cannot be written: the file stays in
-// .processing, the failure is logged once, the files dropped after it
-// wait, and once space is freed it moves to failed/ with its report and
-// the others follow. Runs on a real 1 MiB tmpfs.
-func TestFullDiskKeepsFilesUntilTheyCanBeMoved(t *testing.T) {
-	dir := disktest.Tmpfs(t, "1m")
-	if err := createLayout(dir); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(dir, "bad.csv"), "bad")
-	free := disktest.Fill(t, dir)
-
-	rec := &recorder{react: func(_ context.Context, f File) error {
-		if f.Name == "bad.csv" {
-			return errors.New("bad.csv: row 2: column time: not a number")
-		}
-		return nil
-	}}
-	logs, log := logTo(t)
-	start(t, fastConfig(dir), rec, log)
-	waitFor(t, "the failed move logged", func() bool { return strings.Contains(logs.String(), "cannot move the file to failed/") })
-	if !exists(filepath.Join(dir, ProcessingDir, "bad.csv")) {
-		t.Fatal("bad.csv is not kept in .processing while failed/ is full")
-	}
-	if got := files(t, filepath.Join(dir, FailedDir)); len(got) != 0 {
-		t.Fatalf("failed/ holds %v on a full disk", got)
-	}
-	// Neither needs a data block, so both can be made on the full disk.
-	symlink(t, "/etc/passwd", filepath.Join(dir, "link.csv"))
-	write(t, filepath.Join(dir, "next.csv"), "")
-
-	free()
-	if got := failedReport(t, dir, "bad.csv"); got != "bad.csv: row 2: column time: not a number\n" {
-		t.Errorf("report %q", got)
-	}
-	if got := failedReport(t, dir, "link.csv"); !strings.HasPrefix(got, `link.csv: not taken: a symbolic link (to "/etc/passwd")`) {
-		t.Errorf("report %q", got)
-	}
-	waitFor(t, "archive/next.csv", func() bool { return exists(filepath.Join(dir, ArchiveDir, "next.csv")) })
-	text := logs.String()
-	if n := strings.Count(text, `level=ERROR msg="cannot move the file to failed/`); n != 1 {
-		t.Errorf("%d error lines about the move, want 1", n)
-	}
-	if !strings.Contains(text, "no space left on device") || !strings.Contains(text, "retry succeeded: move the file to failed/") {
-		t.Error("the log does not say the disk was full, or that the move succeeded later")
 	}
 }
