@@ -16,7 +16,7 @@
 //   - field: cleaning what a client sent for the audit trail.
 //
 // It reads through Source, a narrow interface it owns and the store
-// implements, and writes only through Commander, which the injector
+// implements, and writes only through Commander, which command.Writer
 // implements: every change goes to Kafka's input, status and audit
 // topics, never to the database. It does not import the store, so it
 // carries no database dependency. Pages load scripts from /static only,

@@ -9,6 +9,8 @@
 // crash recovery exact, every batch of records is applied in one SQLite
 // transaction together with the offsets it advances to.
 //
-// The package writes only through the Recorder's apply path; it never
-// writes to Kafka and never decides anything about tasks.
+// The package writes only through the Recorder's apply path, besides
+// dropping execution logs past their retention when the sweeper asks
+// (DropLogsBefore); it never writes to Kafka and never decides anything
+// about tasks.
 package store
