@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/watcher"
 )
@@ -66,12 +68,18 @@ func freePort(tb testing.TB) string {
 	return addr
 }
 
-// startJobdrop runs `jobdrop run` as its own process on the embedded
-// defaults, watching inbox, and waits for its console's /readyz. It
-// returns the embedded broker's address.
-func startJobdrop(tb testing.TB, bin, dir, inbox string) string {
+// startJobdrop runs `jobdrop run` as its own process, watching inbox, and
+// waits for its console's /readyz. With brokers nil it runs on the
+// embedded defaults, else on those brokers. It returns the address of a
+// broker.
+func startJobdrop(tb testing.TB, bin, dir, inbox string, brokers []string) string {
 	tb.Helper()
 	broker, console := freePort(tb), freePort(tb)
+	kafkaEnv := "JOBDROP_KAFKA_EMBEDDED_LISTEN=" + broker
+	if brokers != nil {
+		broker = brokers[0]
+		kafkaEnv = "JOBDROP_KAFKA_BROKERS=" + strings.Join(brokers, ",")
+	}
 	logf, err := os.Create(filepath.Join(dir, "jobdrop.log"))
 	if err != nil {
 		tb.Fatal(err)
@@ -79,7 +87,7 @@ func startJobdrop(tb testing.TB, bin, dir, inbox string) string {
 	cmd := exec.Command(bin, "run")
 	cmd.Env = append(os.Environ(),
 		"JOBDROP_DATA_DIR="+filepath.Join(dir, "data"),
-		"JOBDROP_KAFKA_EMBEDDED_LISTEN="+broker,
+		kafkaEnv,
 		"JOBDROP_CONSOLE_LISTEN="+console,
 		"JOBDROP_WATCH_0_DIR="+inbox,
 		"JOBDROP_WATCH_0_DEFAULTS_TOPIC="+burstTopic,
@@ -143,12 +151,13 @@ func writeBurstCSV(tb testing.TB, path string, n int, due time.Time) {
 	}
 }
 
-// measureBurst starts jobdrop as users run it, drops a file of n one-shot
-// tasks due the same second a few seconds ahead, and times every fire's
-// arrival at a read-committed consumer of its topic against its due time.
-// After the last task's first fire it keeps reading for linger, to catch
-// duplicates.
-func measureBurst(tb testing.TB, n int, linger time.Duration) burst {
+// measureBurst starts jobdrop as users run it, on its embedded broker or,
+// with standalone, on a broker process of its own, drops a file of n
+// one-shot tasks due the same second a few seconds ahead, and times every
+// fire's arrival at a read-committed consumer of its topic against its due
+// time. After the last task's first fire it keeps reading for linger, to
+// catch duplicates.
+func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) burst {
 	tb.Helper()
 	dir := tb.TempDir()
 	bin := buildJobdrop(tb, dir)
@@ -156,7 +165,11 @@ func measureBurst(tb testing.TB, n int, linger time.Duration) burst {
 	if err := os.MkdirAll(inbox, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	broker := startJobdrop(tb, bin, dir, inbox)
+	var brokers []string
+	if standalone {
+		brokers = kafkatest.BrokerProcess(tb)
+	}
+	broker := startJobdrop(tb, bin, dir, inbox, brokers)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(burstTopic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -261,42 +274,59 @@ func (b burst) firesPerSec() float64 { return float64(b.n) / b.last.Sub(b.due).S
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// BenchmarkBurstFromOutside runs jobdrop as its own process on the
-// embedded defaults, drops one file of 100,000 one-shot tasks all due the
-// same second (JOBDROP_BENCH_BURST overrides the count), and reports how
-// late their fires reach a read-committed consumer outside the process:
-// p50, p99 and max of arrival minus due time, and fires/s = tasks ÷ (last
-// arrival − due second).
+// BenchmarkBurstFromOutside runs jobdrop as its own process, drops one
+// file of 100,000 one-shot tasks all due the same second
+// (JOBDROP_BENCH_BURST overrides the count), and reports how late their
+// fires reach a read-committed consumer outside the process: p50, p99 and
+// max of arrival minus due time, and fires/s = tasks ÷ (last arrival − due
+// second). "embedded": jobdrop on its embedded defaults (broker, recorder,
+// console in one process); "standalone": the broker in a process of its
+// own, with its data directory.
 func BenchmarkBurstFromOutside(b *testing.B) {
 	n := rowsFromEnv("JOBDROP_BENCH_BURST", burstTasks)
-	var r burst
-	for b.Loop() {
-		r = measureBurst(b, n, 0)
+	for _, setup := range []string{"embedded", "standalone"} {
+		b.Run(setup, func(b *testing.B) {
+			var r burst
+			for b.Loop() {
+				r = measureBurst(b, n, 0, setup == "standalone")
+			}
+			b.ReportMetric(ms(quantile(r.late, 0.5)), "p50-ms")
+			b.ReportMetric(ms(quantile(r.late, 0.99)), "p99-ms")
+			b.ReportMetric(ms(r.late[len(r.late)-1]), "max-ms")
+			b.ReportMetric(r.firesPerSec(), "fires/s")
+			b.ReportMetric(float64(r.n), "tasks")
+			b.ReportMetric(ms(r.injected), "inject-ms")
+			b.ReportMetric(float64(r.dups), "duplicates")
+			// The engine's own stamp on each fire: how much of the
+			// lateness is before the fire's transaction, against
+			// after it (commit, fetch).
+			b.ReportMetric(ms(quantile(r.engine, 0.5)), "fired-p50-ms")
+			b.ReportMetric(ms(r.engine[len(r.engine)-1]), "fired-max-ms")
+		})
 	}
-	b.ReportMetric(ms(quantile(r.late, 0.5)), "p50-ms")
-	b.ReportMetric(ms(quantile(r.late, 0.99)), "p99-ms")
-	b.ReportMetric(ms(r.late[len(r.late)-1]), "max-ms")
-	b.ReportMetric(r.firesPerSec(), "fires/s")
-	b.ReportMetric(float64(r.n), "tasks")
-	b.ReportMetric(ms(r.injected), "inject-ms")
-	b.ReportMetric(float64(r.dups), "duplicates")
-	// The engine's own stamp on each fire: how much of the lateness is
-	// before the fire's transaction, against after it (commit, fetch).
-	b.ReportMetric(ms(quantile(r.engine, 0.5)), "fired-p50-ms")
-	b.ReportMetric(ms(r.engine[len(r.engine)-1]), "fired-max-ms")
 }
 
 // TestBurstFromOutside runs the burst benchmark's measurement on 2,000
-// tasks, checking that each fires exactly once: none missing, none twice.
+// tasks, on the embedded broker and on a standalone one, checking that
+// each fires exactly once: none missing, none twice.
 func TestBurstFromOutside(t *testing.T) {
 	const n = 2_000
-	r := measureBurst(t, n, 2*time.Second)
-	if len(r.late) != n {
-		t.Errorf("%d tasks fired, want %d", len(r.late), n)
+	for _, setup := range []string{"embedded", "standalone"} {
+		t.Run(setup, func(t *testing.T) {
+			r := measureBurst(t, n, 2*time.Second, setup == "standalone")
+			if len(r.late) != n {
+				t.Errorf("%d tasks fired, want %d", len(r.late), n)
+			}
+			if r.dups != 0 {
+				t.Errorf("%d fires beyond each task's first", r.dups)
+			}
+			t.Logf("%d tasks: lateness p50 %s, p99 %s, max %s; %.0f fires/s; injected %s after the rename",
+				n, quantile(r.late, 0.5), quantile(r.late, 0.99), r.late[len(r.late)-1], r.firesPerSec(), r.injected)
+		})
 	}
-	if r.dups != 0 {
-		t.Errorf("%d fires beyond each task's first", r.dups)
-	}
-	t.Logf("%d tasks: lateness p50 %s, p99 %s, max %s; %.0f fires/s; injected %s after the rename",
-		n, quantile(r.late, 0.5), quantile(r.late, 0.99), r.late[len(r.late)-1], r.firesPerSec(), r.injected)
+}
+
+func TestMain(m *testing.M) {
+	kafkatest.ServeBrokerProcess()
+	os.Exit(m.Run())
 }

@@ -31,7 +31,8 @@ BEGIN {
 "$GO" test -run '^$' -bench BurstFromOutside -benchtime 1x -timeout 30m ./bench | tee "$out" >&2
 awk '
 function metric(name,   i) { for (i = 3; i < NF; i++) if ($(i+1) == name) return $i; return "" }
-/^BenchmarkBurstFromOutside/ {
-	printf "\nburst of %d one-shot tasks due the same second, seen by a consumer outside jobdrop: lateness p50 %s ms, p99 %s ms, max %s ms; %.0f fires/s\n",
-		metric("tasks"), metric("p50-ms"), metric("p99-ms"), metric("max-ms"), metric("fires/s")
+/^BenchmarkBurstFromOutside\// {
+	setup = $1; sub(/^BenchmarkBurstFromOutside\//, "", setup); sub(/-[0-9]+$/, "", setup)
+	printf "\nburst of %d one-shot tasks due the same second (%s broker), seen by a consumer outside jobdrop: lateness p50 %s ms, p99 %s ms, max %s ms; %.0f fires/s\n",
+		metric("tasks"), setup, metric("p50-ms"), metric("p99-ms"), metric("max-ms"), metric("fires/s")
 }' "$out"

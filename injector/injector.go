@@ -123,7 +123,7 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	if err := cfg.Pacing.Validate(); err != nil {
 		return nil, fmt.Errorf("injector: Pacing.%w", err)
 	}
-	cfg.Pacing = cfg.Pacing.withDefaults()
+	cfg.Pacing = cfg.Pacing.WithDefaults()
 	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{},
 		clock: clockwork.NewRealClock()}
 	opts := append([]kgo.Opt{

@@ -2,10 +2,11 @@ package injector
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/jobdrop/jobdrop/internal/pace"
 )
 
 // Pacing makes files give way to the scheduler when it fires late. A
@@ -23,41 +24,12 @@ import (
 // it, and the brokers abort a transaction open too long. A file that does
 // not sync is converted inside its transaction (its rows are produced as
 // they are converted), so it waits only before it starts.
-type Pacing struct {
-	// Lateness is how late the scheduler may fire before files wait: how
-	// long the occurrence due longest ago has waited to fire. Zero: files
-	// never wait.
-	Lateness time.Duration `yaml:"lateness"`
-	// MaxWait bounds each wait. Defaults to 1s.
-	MaxWait time.Duration `yaml:"max_wait"`
-}
-
-// Validate checks p; its errors name the fields as configuration files
-// do (lateness, max_wait).
-func (p Pacing) Validate() error {
-	switch {
-	case p.Lateness < 0:
-		return fmt.Errorf("lateness: %s is negative (0s turns pacing off)", p.Lateness)
-	case p.MaxWait < 0:
-		return fmt.Errorf("max_wait: %s is negative (0s means 1s)", p.MaxWait)
-	}
-	return nil
-}
-
-func (p Pacing) withDefaults() Pacing {
-	if p.MaxWait == 0 {
-		p.MaxWait = time.Second
-	}
-	return p
-}
+type Pacing = pace.Pacing
 
 // paceRows is how many rows a file goes between two looks at the
 // scheduler: looking costs next to nothing, and a thousand rows take a few
 // milliseconds to convert or produce.
 const paceRows = 1_000
-
-// pollPace is how often a waiting file looks again.
-const pollPace = 10 * time.Millisecond
 
 // pacer paces one file.
 type pacer struct {
@@ -93,20 +65,10 @@ func (p *pacer) row(ctx context.Context) {
 // wait waits while the scheduler is later than p.Lateness, for at most
 // p.MaxWait, or until ctx is done.
 func (p *pacer) wait(ctx context.Context) {
-	if p == nil || p.late == nil || p.late() <= p.p.Lateness {
+	if p == nil {
 		return
 	}
-	limit := p.p.MaxWait
-	start := p.clock.Now()
-	for p.clock.Since(start) < limit && p.late() > p.p.Lateness && ctx.Err() == nil {
-		poll := p.clock.NewTimer(min(pollPace, limit-p.clock.Since(start)))
-		select {
-		case <-ctx.Done():
-		case <-poll.Chan():
-		}
-		poll.Stop()
-	}
-	if p.onWait != nil {
-		p.onWait(p.clock.Since(start))
+	if d := pace.Wait(ctx, p.clock, p.late, p.p.Lateness, p.p.MaxWait); d > 0 && p.onWait != nil {
+		p.onWait(d)
 	}
 }

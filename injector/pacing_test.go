@@ -17,6 +17,7 @@ import (
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
 
@@ -121,7 +122,7 @@ func TestPacerWaits(t *testing.T) {
 				returned := ctxDone(done)
 				go func() { p.wait(context.Background()); close(done) }()
 				for clock.BlockUntilContext(returned, 1) == nil {
-					clock.Advance(pollPace)
+					clock.Advance(pace.Poll)
 				}
 			}
 			mu.Lock()

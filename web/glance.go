@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/api"
 	"github.com/jobdrop/jobdrop/web/forecast"
@@ -111,14 +114,17 @@ func (s *Server) Refresh(ctx context.Context) error {
 // Run keeps what the dashboard shows at a glance fresh (see Refresh)
 // until ctx ends: it computes it at once, then at the start of every
 // minute, and after a change of the data once glanceRest has passed (or
-// glanceShare times as long as the last computation took). It logs what
-// fails and tries again at the next turn.
+// glanceShare times as long as the last computation took), each time
+// after the scheduler's fires due (see Config.Late). It logs what fails
+// and tries again at the next turn.
 func (s *Server) Run(ctx context.Context) error {
 	for {
 		var changed <-chan struct{}
 		if s.cfg.Changes != nil {
 			changed = s.cfg.Changes()
 		}
+		p := s.cfg.Pacing.WithDefaults()
+		pace.Wait(ctx, clockwork.NewRealClock(), s.cfg.Late, p.RecorderLateness, p.MaxWait)
 		started := time.Now()
 		if err := s.Refresh(ctx); err != nil {
 			if ctx.Err() != nil {

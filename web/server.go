@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
@@ -92,6 +93,14 @@ type Config struct {
 	// Changes returns a channel closed at the next change of the data:
 	// open pages refresh when it closes. Nil: pages do not refresh.
 	Changes func() <-chan struct{}
+	// Late, if set, says how late this node's scheduler fires now
+	// (scheduler.Engine.Lateness). While it fires later than
+	// Pacing.RecorderLateness, the dashboard's timeline and charts,
+	// which read every task, wait to be computed again, at most
+	// Pacing.MaxWait: a burst of fires due at the top of a minute comes
+	// when they are due too.
+	Late   func() time.Duration
+	Pacing pace.Pacing
 	// Folders are the watched folders; originals and error reports are
 	// downloaded from their archive/ and failed/ subfolders only.
 	Folders []string

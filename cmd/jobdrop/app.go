@@ -122,11 +122,6 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	defer st.Close()
-	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met),
-		MaxLogBytes: cfg.Executions.LogMaxBytes}, log)
-	if err != nil {
-		return err
-	}
 	eng, err := scheduler.New(scheduler.Config{
 		ClientOpts:     base,
 		Topics:         cfg.Topics,
@@ -143,6 +138,13 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		Avro:           codec,
 		ScheduleTopics: cfg.MessageScheduler.Topics,
 	}, log)
+	if err != nil {
+		return err
+	}
+	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met),
+		MaxLogBytes: cfg.Executions.LogMaxBytes,
+		// The console's database gives way to the fires too.
+		Late: eng.Lateness, Pacing: cfg.Pacing}, log)
 	if err != nil {
 		return err
 	}
@@ -214,6 +216,9 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		return err
 	}
 	wc := consoleConfig(cfg, inj, cmds, rec, h.clock.Now)
+	// The dashboard's computations give way to the fires, as the
+	// recorder does.
+	wc.Late, wc.Pacing = eng.Lateness, cfg.Pacing
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = pipe.Reviewer(st.BatchByID, time.Now)
 	wc.Queues = watched.queues

@@ -19,6 +19,7 @@ import (
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/internal/suggestion"
@@ -37,7 +38,7 @@ type Config struct {
 	Watch     []Folder        `yaml:"watch"`
 	Watcher   WatcherConfig   `yaml:"watcher"`
 	Scheduler SchedulerConfig `yaml:"scheduler"`
-	Pacing    injector.Pacing `yaml:"pacing"`
+	Pacing    pace.Pacing     `yaml:"pacing"`
 	Log       LogConfig       `yaml:"log"`
 	// MessageScheduler reads kafka-message-scheduler's schedule topics.
 	MessageScheduler MessageSchedulerConfig `yaml:"message_scheduler"`
@@ -260,13 +261,19 @@ func defaultConfig() Config {
 		Log:     LogConfig{Level: "info"},
 		// A burst of fires commits within tens of milliseconds on an
 		// idle node: a scheduler later than this is held up.
-		Pacing: injector.Pacing{Lateness: defaultPacingLateness},
+		Pacing: pace.Pacing{Lateness: defaultPacingLateness, RecorderLateness: defaultRecorderLateness},
 	}
 }
 
 // defaultPacingLateness is pacing.lateness when the configuration does not
 // say.
 const defaultPacingLateness = 250 * time.Millisecond
+
+// defaultRecorderLateness is pacing.recorder_lateness when the
+// configuration does not say: past the few milliseconds a steady schedule
+// runs late at most, the scheduler is in a burst, and the console's
+// database can wait for it.
+const defaultRecorderLateness = 20 * time.Millisecond
 
 // loadConfig reads path (none: the defaults), then applies JOBDROP_…
 // environment variables, then fills defaults and validates.

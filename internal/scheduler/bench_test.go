@@ -1,16 +1,13 @@
 package scheduler
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -19,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/msgsched"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
@@ -34,42 +31,14 @@ var (
 	benchTxn    = flag.Int("bench-txn", 0, "fires per transaction (0: the engine's default)")
 )
 
-const brokerEnv = "JOBDROP_BENCH_BROKER"
-
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(brokerEnv); dir != "" {
-		// A broker in its own process, so that benchmarks measure the
-		// engine's memory alone.
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(dir))
-		if err != nil {
-			fmt.Println("error", err)
-			os.Exit(1)
-		}
-		fmt.Println(c.ListenAddrs()[0])
-		_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes
-		c.Close()
-		os.Exit(0)
-	}
+	kafkatest.ServeBrokerProcess()
 	os.Exit(m.Run())
 }
 
-// benchBroker starts a broker process persisted under a temporary folder.
-func benchBroker(b *testing.B) []string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), brokerEnv+"="+b.TempDir())
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.HasPrefix(addr, "error") {
-		b.Fatalf("broker: %v %s", err, addr)
-	}
-	return []string{strings.TrimSpace(addr)}
-}
+// benchBroker starts a broker process persisted under a temporary folder,
+// so that benchmarks measure the engine's memory alone.
+func benchBroker(b *testing.B) []string { return kafkatest.BrokerProcess(b) }
 
 type benchEngine struct {
 	*Engine

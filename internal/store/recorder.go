@@ -9,10 +9,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/retry"
 )
@@ -37,6 +37,15 @@ type RecorderConfig struct {
 	// stored and how far behind the recorder still is. It runs on the
 	// recorder's goroutine and must be quick.
 	Observe func(Progress)
+	// Late, if set, says how late this node's scheduler fires now
+	// (scheduler.Engine.Lateness). While it fires later than
+	// Pacing.RecorderLateness, the Recorder gives way: it stores nothing,
+	// waiting at most Pacing.MaxWait for each fetch, and stores by
+	// chunks of paceRecords so that a burst of fires due does not wait
+	// for a long SQLite transaction begun just before. What it stores is
+	// the console's view: it lags a burst by about the burst's length.
+	Late   func() time.Duration
+	Pacing pace.Pacing
 }
 
 // Progress is what one commit of the Recorder stored, for
@@ -79,19 +88,6 @@ type Recorder struct {
 
 	rebuilds atomic.Uint64 // rebuilds begun, counted before the file is reopened
 }
-
-// rebuild is the refilling of a database that was deleted or replaced
-// while the Recorder ran.
-type rebuild struct {
-	why   error
-	start time.Time
-	ends  map[string]map[int32]int64 // last stable offsets when it began
-}
-
-// ErrRebuilding is what Err wraps while the Recorder refills a database
-// that was deleted or replaced while it ran: the console shows less than
-// there is until it is done.
-var ErrRebuilding = errors.New("rebuilding the database from the topics")
 
 // fileCheck is how often, at least, the Recorder looks whether its
 // database file is still the one it has open.
@@ -192,7 +188,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 				return
 			}
 			// The client retries by itself; say why nothing comes.
-			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "error", err)
+			r.log.Warn("fetch failed", "topic", topic, "partition", partition, "err", err)
 		})
 		stored, err := r.store(ctx, fetches, lag)
 		if errors.Is(err, errReplaced) {
@@ -228,12 +224,12 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 			}
 		})
 	}
-	skipped, err := r.apply(ctx, recs, &outcomes)
+	skipped, err := r.storeRecords(ctx, recs, outcomes)
 	if err != nil {
 		return false, err
 	}
 	for _, s := range skipped {
-		r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "error", s.Err)
+		r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "err", s.Err)
 	}
 	if r.cfg.Observe != nil {
 		var behind int64
@@ -245,209 +241,40 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 	return true, nil
 }
 
-// startRebuild opens the file now at the database's path, a new one when
-// it is gone, and returns a consumer that fills it from the offsets it
-// holds: from the topics' start for a new file. Until the Recorder has
-// stored everything committed when it began, Err wraps ErrRebuilding.
-func (r *Recorder) startRebuild(ctx context.Context, why error) (*kgo.Client, error) {
-	r.log.Error("the database file changed under the recorder; rebuilding it from the topics", "reason", why)
-	b := &rebuild{why: why, start: time.Now()}
-	r.setRebuild(b)
-	r.rebuilds.Add(1)
-	if err := retry.Do(ctx, retry.Policy{Backoff: applyBackoff, Log: r.log, Level: slog.LevelError, QuietRepeats: true,
-		Msg: "cannot open the database; retrying"}, func() error {
-		err := r.st.Reopen()
-		r.setFailing(err)
-		return err
-	}); err != nil {
-		return nil, err
+// storeRecords stores recs, giving way to the scheduler's fires (see
+// RecorderConfig.Late), and adds the outcomes stored to outcomes when it
+// is not nil.
+func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcomes map[string]int) ([]Skipped, error) {
+	p := r.cfg.Pacing.WithDefaults()
+	if r.cfg.Late == nil || p.RecorderLateness <= 0 {
+		return r.apply(ctx, recs, &outcomes)
 	}
-	r.notify() // pages show what the new file holds
-	if err := retry.Do(ctx, retry.Policy{Backoff: applyBackoff, Log: r.log, Level: slog.LevelWarn,
-		Msg: "cannot ask the brokers how far to rebuild; retrying"}, func() error {
-		ends, err := r.endOffsets(ctx, r.topics...)
-		if err == nil {
-			r.mu.Lock()
-			b.ends = ends
-			r.mu.Unlock()
+	var skipped []Skipped
+	budget := p.MaxWait
+	for len(recs) > 0 {
+		budget -= pace.Wait(ctx, clockwork.NewRealClock(), r.cfg.Late, p.RecorderLateness, max(budget, 0))
+		n := min(len(recs), paceRecords)
+		var chunk map[string]int
+		if outcomes != nil {
+			chunk = make(map[string]int)
 		}
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return r.consumer(ctx)
-}
-
-// endRebuild ends the rebuild under way once every partition is stored up
-// to where it stood when the rebuild began, and reports whether it did.
-func (r *Recorder) endRebuild(ctx context.Context) bool {
-	r.mu.Lock()
-	b := r.rebuild
-	r.mu.Unlock()
-	if b == nil {
-		return false
-	}
-	stored, err := r.st.Offsets(ctx)
-	if err != nil {
-		return false // asked again after the next poll
-	}
-	for topic, ps := range b.ends {
-		for p, end := range ps {
-			if stored[topic][p] < end {
-				return false
-			}
-		}
-	}
-	r.setRebuild(nil)
-	r.log.Info("database rebuilt from the topics", "took_ms", time.Since(b.start).Milliseconds())
-	return true
-}
-
-func (r *Recorder) setRebuild(b *rebuild) {
-	r.mu.Lock()
-	r.rebuild = b
-	r.mu.Unlock()
-}
-
-// Whole runs fn, which reads the store, once the database is whole: after
-// the rebuild under way, if any, and again should a rebuild begin while
-// fn runs, since what fn read may then come from a file just replaced.
-// It returns fn's error, ctx's, or ErrRecorderStopped.
-func (r *Recorder) Whole(ctx context.Context, fn func() error) error {
-	for {
-		if err := r.WaitRebuilt(ctx); err != nil {
-			return err
-		}
-		began := r.rebuilds.Load()
-		err := fn()
-		if r.rebuilds.Load() == began {
-			return err
-		}
-	}
-}
-
-// WaitRebuilt returns at once unless the Recorder is rebuilding its
-// database; then it returns once the rebuild is done, with ctx's error
-// when ctx is done first, or ErrRecorderStopped when Run returns first.
-// What asks the store for what was done before (has this file been
-// injected?) waits for it.
-func (r *Recorder) WaitRebuilt(ctx context.Context) error {
-	for {
-		applied := r.appliedChan()
-		r.mu.Lock()
-		b := r.rebuild
-		r.mu.Unlock()
-		if b == nil {
-			return nil
-		}
-		select {
-		case <-applied:
-		case <-r.done:
-			return ErrRecorderStopped
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// consumer builds the Kafka client, starting every partition at the
-// offset stored with the data, or at its start when none is stored.
-//
-// Partitions are learnt from the brokers once, here: a topic that exists
-// is read partition by partition from its stored offsets; a topic that
-// does not exist yet is read whole from its start once it appears.
-// Partitions added to an existing topic are picked up at the next Run.
-func (r *Recorder) consumer(ctx context.Context) (*kgo.Client, error) {
-	stored, err := r.st.Offsets(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("recorder: %w", err)
-	}
-	details, err := r.partitions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	partitions := make(map[string]map[int32]kgo.Offset)
-	var whole []string
-	for _, topic := range r.topics {
-		d, ok := details[topic]
-		if !ok || len(d.Partitions) == 0 {
-			whole = append(whole, topic)
-			continue
-		}
-		partitions[topic] = make(map[int32]kgo.Offset, len(d.Partitions))
-		for p := range d.Partitions {
-			// An exact offset, even 0 for "from the start", lets every
-			// partition join the first fetch: AtStart would first need
-			// a ListOffsets, and the partition would then wait for the
-			// others' fetch to return (up to its max wait). Should 0 be
-			// gone already, the reset offset below applies.
-			partitions[topic][p] = kgo.NewOffset().At(stored[topic][p])
-		}
-	}
-	opts := append([]kgo.Opt{}, r.cfg.ClientOpts...)
-	opts = append(opts,
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// Transaction markers come through so the stored offsets move
-		// past them and reach the last stable offset: WaitAudit relies
-		// on that to tell when a partition is caught up.
-		kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxBytes(fetchBytes),
-	)
-	if len(partitions) > 0 {
-		opts = append(opts, kgo.ConsumePartitions(partitions))
-	}
-	if len(whole) > 0 {
-		r.log.Info("topics not found yet; will read them from the start once created", "topics", whole)
-		opts = append(opts, kgo.ConsumeTopics(whole...))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("recorder: new kafka client: %w", err)
-	}
-	return cl, nil
-}
-
-// fetchBytes bounds one fetch of the recorder's consumer. What it has
-// fetched and not stored yet is memory, and it is behind whenever Kafka
-// takes records faster than SQLite (a flood of files, a rebuild): with
-// kgo's default of 50 MiB a fetch, decompressed to several times that,
-// the recorder held a few hundred MiB. 4 MiB is some ten thousand
-// records, more than one SQLite transaction takes.
-const fetchBytes = 4 << 20
-
-// partitions asks the brokers for the partitions of the recorder's
-// topics, retrying while the brokers cannot be reached.
-func (r *Recorder) partitions(ctx context.Context) (kadm.TopicDetails, error) {
-	cl, err := kgo.NewClient(r.cfg.ClientOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("recorder: new kafka client: %w", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	out := make(kadm.TopicDetails)
-	err = retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 250 * time.Millisecond, Max: 10 * time.Second},
-		Log: r.log, Level: slog.LevelWarn, Msg: "cannot reach the brokers; retrying"}, func() error {
-		md, err := adm.Metadata(ctx, r.topics...)
+		sk, err := r.apply(ctx, recs[:n], &chunk)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for topic, d := range md.Topics {
-			switch {
-			case d.Err == nil:
-				out[topic] = d
-			case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
-			default:
-				return retry.Permanent(fmt.Errorf("recorder: metadata of topic %s: %w", topic, d.Err))
-			}
+		for k, v := range chunk {
+			outcomes[k] += v
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		skipped = append(skipped, sk...)
+		recs = recs[n:]
 	}
-	return out, nil
+	return skipped, nil
 }
+
+// paceRecords is how many records the Recorder stores in one SQLite
+// transaction while it paces itself: a few milliseconds of work, the
+// longest a burst of fires waits for it.
+const paceRecords = 500
 
 // errReplaced ends apply's retries when the database file was deleted or
 // replaced meanwhile.
@@ -522,122 +349,4 @@ func (r *Recorder) Err() error {
 		return fmt.Errorf("%w: %w", ErrRebuilding, r.rebuild.why)
 	}
 	return nil
-}
-
-// notify wakes everyone waiting for a commit.
-func (r *Recorder) notify() {
-	r.mu.Lock()
-	close(r.applied)
-	r.applied = make(chan struct{})
-	r.mu.Unlock()
-}
-
-// Applied returns a channel closed after the next commit of recorded
-// records: a reader that wants to hear of every change takes a new channel
-// each time the previous one closes.
-func (r *Recorder) Applied() <-chan struct{} { return r.appliedChan() }
-
-func (r *Recorder) appliedChan() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.applied
-}
-
-// WaitAudit returns once the audit event with this id is stored and so is
-// every audit record committed, on any partition, before WaitAudit was
-// called: a node that writes a "node started" event and waits for it has
-// then seen every file event committed before it started. It returns ctx's
-// error when ctx is done first, and ErrRecorderStopped when Run returns
-// first.
-func (r *Recorder) WaitAudit(ctx context.Context, id string) error {
-	all, err := r.endOffsets(ctx, r.cfg.Topics.Audit)
-	if err != nil {
-		return fmt.Errorf("wait for audit %s: %w", id, err)
-	}
-	ends := all[r.cfg.Topics.Audit]
-	for {
-		// Take the channel before looking, so a commit between the look
-		// and the wait is not missed.
-		applied := r.appliedChan()
-		ok, err := r.auditCaughtUp(ctx, id, ends)
-		if err != nil {
-			return fmt.Errorf("wait for audit %s: %w", id, err)
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-applied:
-		case <-r.done:
-			if ok, err := r.auditCaughtUp(ctx, id, ends); err == nil && ok {
-				return nil
-			}
-			return fmt.Errorf("wait for audit %s: %w", id, ErrRecorderStopped)
-		case <-ctx.Done():
-			return fmt.Errorf("wait for audit %s: %w", id, ctx.Err())
-		}
-	}
-}
-
-// endOffsets asks the brokers for the last stable offset of every
-// partition of topics: everything committed so far lies below it. Topics
-// that do not exist, and partitions that hold no record, are left out.
-func (r *Recorder) endOffsets(ctx context.Context, topics ...string) (map[string]map[int32]int64, error) {
-	cl, err := kgo.NewClient(r.cfg.ClientOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("new kafka client: %w", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	listed, err := adm.ListCommittedOffsets(ctx, topics...)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets of %v: %w", topics, err)
-	}
-	// A partition whose records are all gone (retention deleted them, or
-	// compaction) has nothing to read: its end is never reached by
-	// reading, so it is left out.
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err != nil {
-		return nil, fmt.Errorf("list start offsets of %v: %w", topics, err)
-	}
-	ends := make(map[string]map[int32]int64)
-	var errs []error
-	listed.Each(func(o kadm.ListedOffset) {
-		switch {
-		case o.Err == nil:
-			if s, ok := starts.Lookup(o.Topic, o.Partition); ok && s.Err == nil && s.Offset >= o.Offset {
-				return
-			}
-			if ends[o.Topic] == nil {
-				ends[o.Topic] = make(map[int32]int64)
-			}
-			ends[o.Topic][o.Partition] = o.Offset
-		case errors.Is(o.Err, kerr.UnknownTopicOrPartition):
-		default:
-			errs = append(errs, fmt.Errorf("%s partition %d: %w", o.Topic, o.Partition, o.Err))
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
-	}
-	return ends, nil
-}
-
-// auditCaughtUp reports whether the event is stored and every audit
-// partition has been applied up to ends.
-func (r *Recorder) auditCaughtUp(ctx context.Context, id string, ends map[int32]int64) (bool, error) {
-	ok, err := r.st.AuditRecorded(ctx, id)
-	if err != nil || !ok {
-		return false, err
-	}
-	offsets, err := r.st.Offsets(ctx)
-	if err != nil {
-		return false, err
-	}
-	for p, end := range ends {
-		if end > 0 && offsets[r.cfg.Topics.Audit][p] < end {
-			return false, nil
-		}
-	}
-	return true, nil
 }
