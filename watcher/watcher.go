@@ -354,7 +354,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
 		w.log.Error("cannot receive folder events; new files are found by rescans only",
-			"rescan", w.cfg.Rescan, "error", err)
+			"rescan", w.cfg.Rescan, "err", err)
 		fsw = nil
 	}
 
@@ -383,7 +383,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	wg.Wait()
 	if fsw != nil {
 		if err := fsw.Close(); err != nil {
-			w.log.Warn("close folder events", "error", err)
+			w.log.Warn("close folder events", "err", err)
 		}
 	}
 	return nil
@@ -413,7 +413,7 @@ func (w *Watcher) dispatch(ctx context.Context, fsw *fsnotify.Watcher) {
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				w.log.Warn("folder events overflowed; rescanning all folders")
 			} else {
-				w.log.Warn("folder events failed; rescanning all folders", "error", err)
+				w.log.Warn("folder events failed; rescanning all folders", "err", err)
 			}
 			for _, f := range w.folders {
 				f.signal(func() { f.rescanNow = true })

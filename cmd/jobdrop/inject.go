@@ -89,7 +89,7 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		done := make(chan error, 1)
 		notices.Moved(ctx, "cli", res.Batch, to, func(err error) { done <- err })
 		if err := <-done; err != nil {
-			log.Warn("cannot record where the file went", "path", to, "error", err)
+			log.Warn("cannot record where the file went", "path", to, "err", err)
 		}
 		fmt.Fprintln(stderr, err)
 		fmt.Fprintf(stdout, "%s: held for review, nothing injected: %s; a copy waits in %s: apply or reject it in the console\n", res.Batch.File, held.Diff.Held, to)

@@ -45,7 +45,7 @@ func (in *Intake) arrive(ctx context.Context, dir, name, action, detail string, 
 	arr := record.Arrival{ID: record.ArrivalID(dir, name), File: shown, Folder: dir}
 	in.notices.Arrive(ctx, in.node, action, outcome, detail, arr, func(err error) {
 		if err != nil {
-			in.log.Warn("cannot record the file's arrival", "file", name, "dir", dir, "action", action, "error", err)
+			in.log.Warn("cannot record the file's arrival", "file", name, "dir", dir, "action", action, "err", err)
 		}
 		if done != nil {
 			done(err)
@@ -71,7 +71,7 @@ func (in *Intake) FileMoved(f watcher.File, path string) {
 	done := make(chan struct{})
 	in.notices.Moved(ctx, in.node, b, path, func(err error) {
 		if err != nil {
-			in.log.Warn("cannot record where the file went", "file", f.Name, "dir", f.Dir, "path", path, "error", err)
+			in.log.Warn("cannot record where the file went", "file", f.Name, "dir", f.Dir, "path", path, "err", err)
 		}
 		close(done)
 	})

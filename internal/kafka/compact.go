@@ -94,7 +94,7 @@ func (b *Broker) compactEvery(interval time.Duration, log *slog.Logger) {
 			wait = compactionRetry
 		default:
 			log.Info("topics compacted", "partitions", c.partitions, "bytes_before", c.before, "bytes_after", c.after,
-				"took_ms", time.Since(start).Milliseconds())
+				"duration_ms", time.Since(start).Milliseconds())
 			wait = interval
 		}
 	}

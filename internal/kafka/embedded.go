@@ -111,7 +111,7 @@ func (b *Broker) repair(log *slog.Logger) error {
 		log.Warn("transaction cut off by an unclean stop ended with an abort marker",
 			"topic", c.topic, "partition", c.partition, "producer_id", c.producerID, "first_offset", c.first)
 	}
-	log.Info("checked transactions after an unclean stop", "cut_off", len(cut), "took_ms", time.Since(start).Milliseconds())
+	log.Info("checked transactions after an unclean stop", "cut_off", len(cut), "duration_ms", time.Since(start).Milliseconds())
 	return err
 }
 
@@ -163,7 +163,7 @@ func (l *kfakeLogger) Logf(level kfake.LogLevel, msg string, args ...any) {
 			l.lastFailed, l.suppressed = now, 0
 			l.mu.Unlock()
 			l.log.Error("embedded broker cannot write its data: writes to it fail until it can",
-				"error", text, "failures_not_logged", n, "next_log_in", storageLogEvery)
+				"err", text, "failures_not_logged", n, "next_log_in", storageLogEvery)
 			return
 		}
 		l.suppressed++
