@@ -166,10 +166,14 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	}
 	defer inj.Close()
 	// The console's, the API's and the sweeper's writes go through a
-	// producer of their own, so they never wait behind a file.
+	// producer of their own, so they never wait behind a file. Its id
+	// starts with "jobdrop-inject", which the prefixed ACL the
+	// operations guide asks for covers, and no node name can make the
+	// injector's id (jobdrop-injector-NODE) or jobdrop inject's
+	// (jobdrop-inject-NODE) equal to it.
 	cmds, err := commandwriter.New(commandwriter.Config{
 		ClientOpts:      base,
-		TransactionalID: "jobdrop-commands-" + cfg.Node,
+		TransactionalID: "jobdrop-injector.commands-" + cfg.Node,
 		Topics:          cfg.Topics,
 		Now:             h.clock.Now,
 	})
