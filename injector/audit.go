@@ -34,17 +34,3 @@ func (in *Injector) encodeAudit(a record.Audit) *kgo.Record {
 func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo.Record {
 	return command.Record(in.cfg.Topics.Input, d, src, row, in.cfg.Now())
 }
-
-// ReportStatus writes a worker's report on an execution to the status
-// topic, with its audit event, in one transaction. jobdrop writes reports
-// through command.Writer; this stays only for internal/store's tests,
-// which write one through an injector, until they use command.Writer.
-func (in *Injector) ReportStatus(ctx context.Context, actor string, s record.Status) error {
-	recs := command.StatusRecords(in.cfg.Topics, actor, s, in.cfg.Now())
-	return in.transact(ctx, func(produce func(*kgo.Record)) error {
-		for _, rec := range recs {
-			produce(rec)
-		}
-		return nil
-	})
-}

@@ -9,7 +9,7 @@ import (
 
 // Commander is how the console and the API change anything: every write
 // goes through Kafka's input, status and audit topics, never to the
-// store. The injector implements it.
+// store. internal/command's Writer implements it.
 type Commander interface {
 	// The API's writes: commands, status reports, log lines.
 	api.Commander

@@ -70,12 +70,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger, h hooks) error {
 	}
 	unclean, err := markRunning(cfg.DataDir, h.clock.Now())
 	if err != nil {
-		log.Error("cannot mark the run in the data dir: should it not stop cleanly, the next start cannot say so", "error", err)
+		log.Error("cannot mark the run in the data dir: should it not stop cleanly, the next start cannot say so", "err", err)
 	}
 	err = runNode(ctx, cfg, log, h, unclean)
 	// Not reached when the run panics: that is no clean stop either.
 	if merr := markStopped(cfg.DataDir); merr != nil {
-		log.Error("cannot remove the run's mark from the data dir: the next start will take this stop for an unclean one", "error", merr)
+		log.Error("cannot remove the run's mark from the data dir: the next start will take this stop for an unclean one", "err", merr)
 	}
 	return err
 }
@@ -267,7 +267,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	serve(ctx, g, srv, ln, "console")
 	g.Go(func() error {
 		if err := auditUnclean(ctx, cmds, cfg.DataDir, cfg.Node, unclean, h.clock.Now()); err != nil && ctx.Err() == nil {
-			log.Error("unclean stop not audited; the next start tries again", "error", err)
+			log.Error("unclean stop not audited; the next start tries again", "err", err)
 		}
 		// Files are deduplicated against the batches recorded so far: first
 		// let the recorder catch up with everything committed before us.
@@ -275,7 +275,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 			return err
 		}
 		if err := auditConfig(ctx, cmds, cfg, h.clock.Now()); err != nil && ctx.Err() == nil {
-			log.Error("configuration change not audited", "error", err)
+			log.Error("configuration change not audited", "err", err)
 		}
 		ready.caughtUp.Store(true)
 		return wat.Run(ctx)

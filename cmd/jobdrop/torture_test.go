@@ -260,7 +260,7 @@ var tortureFar = time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second).Form
 // Lines of the logs and of /metrics the torture reads.
 var (
 	assignedLine    = regexp.MustCompile(`msg="partitions assigned"[^\n]* partitions="?\[([0-9 ]*)\]`)
-	restoredLine    = regexp.MustCompile(`msg="partition restored"[^\n]* took_ms=(\d+)`)
+	restoredLine    = regexp.MustCompile(`msg="partition restored"[^\n]* duration_ms=(\d+)`)
 	cutOffLine      = regexp.MustCompile(`msg="checked transactions after an unclean stop"[^\n]* cut_off=(\d+)`)
 	activeTasksLine = regexp.MustCompile(`(?m)^jobdrop_active_tasks (\S+)$`)
 )

@@ -154,7 +154,7 @@ func (r Reviewer) settle(f watcher.File, actor string, b record.Batch, report st
 	done := make(chan error, 1)
 	r.in.notices.Moved(ctx, actor, b, to, func(err error) { done <- err })
 	if err := <-done; err != nil {
-		r.in.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "error", err)
+		r.in.log.Warn("cannot record where the file went", "file", f.Name, "path", to, "err", err)
 	}
 	return nil
 }

@@ -184,7 +184,7 @@ func (r *runner) session(ctx context.Context) error {
 	}
 	r.active.Store(int64(r.tasks.n))
 	r.paused.Store(int64(r.tasks.paused))
-	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "took_ms", time.Since(start).Milliseconds())
+	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "duration_ms", time.Since(start).Milliseconds())
 	r.cons.RemoveConsumePartitions(map[string][]int32{cfg.Topics.State: {r.p}})
 	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)}})
 	return r.loop(ctx)

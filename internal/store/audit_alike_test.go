@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/command"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/task"
@@ -83,14 +83,14 @@ func TestRecorderKeepsAuditEventsAlike(t *testing.T) {
 			// A worker reports the same status of one execution twice in
 			// the same millisecond (a retry after an answer lost on the
 			// way).
-			name: "injector", action: "execution.running", object: "fire-1",
+			name: "command writer", action: "execution.running", object: "fire-1",
 			write: func(t *testing.T, env alikeEnv) {
-				inj, err := injector.New(injector.Config{
+				inj, err := command.New(command.Config{
 					ClientOpts:      []kgo.Opt{kgo.SeedBrokers(env.brokers...)},
-					TransactionalID: "injector-alike",
+					TransactionalID: "commands-alike",
 					Topics:          testTopics,
 					Now:             func() time.Time { return at },
-				}, env.st, slog.New(slog.DiscardHandler))
+				})
 				if err != nil {
 					t.Fatal(err)
 				}

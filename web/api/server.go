@@ -35,8 +35,8 @@ type Source interface {
 }
 
 // Commander carries the API's writes to Kafka: every change goes to the
-// input and status topics, never to the store. The injector implements
-// it.
+// input and status topics, never to the store. internal/command's
+// Writer implements it.
 type Commander interface {
 	// Send commits commands in one transaction; the engine audits each
 	// one under actor.
