@@ -1,6 +1,3 @@
-// Command jobdrop moves a batch schedule onto Kafka: it watches folders for
-// job lists, injects each file into Kafka in one transaction, fires every
-// task exactly once and serves a web console.
 package main
 
 import (
