@@ -22,7 +22,7 @@ func (in *Injector) audit(ctx context.Context, f File, action, outcome string, b
 func (in *Injector) actor(f File) string { return cmp.Or(f.Actor, in.cfg.Actor) }
 
 func (in *Injector) auditRecord(f File, action, outcome string, b *record.Batch, detail string) *kgo.Record {
-	a := record.NewAudit(in.cfg.Now(), in.actor(f), action, b.File, outcome)
+	a := record.NewAudit(in.cfg.Clock.Now(), in.actor(f), action, b.File, outcome)
 	a.Detail, a.Batch = detail, b
 	return in.encodeAudit(a)
 }
@@ -32,5 +32,5 @@ func (in *Injector) encodeAudit(a record.Audit) *kgo.Record {
 }
 
 func (in *Injector) command(d *task.Definition, src record.Source, row int) *kgo.Record {
-	return command.Record(in.cfg.Topics.Input, d, src, row, in.cfg.Now())
+	return command.Record(in.cfg.Topics.Input, d, src, row, in.cfg.Clock.Now())
 }

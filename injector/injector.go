@@ -32,8 +32,9 @@ type Config struct {
 	// MaxErrors bounds the row errors kept for a rejected file's report.
 	// Defaults to 1000.
 	MaxErrors int
-	// Now is the clock of audit timestamps. Defaults to time.Now.
-	Now func() time.Time
+	// Clock is the clock of audit timestamps and of the waits of
+	// Pacing. Defaults to the real clock.
+	Clock clockwork.Clock
 	// Sources answers the files of sync folders (File.Sync) with the
 	// tasks that run now. Without it such files are refused.
 	Sources Sources
@@ -76,8 +77,6 @@ type Injector struct {
 	// progress is the Progress of the file being injected, told of each
 	// record the brokers acknowledge.
 	progress progressHook
-	// clock times the waits of Pacing.
-	clock clockwork.Clock
 }
 
 // progressHook passes the brokers' acknowledgements of the transactional
@@ -117,15 +116,14 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	if cfg.MaxErrors == 0 {
 		cfg.MaxErrors = 1000
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if err := cfg.Pacing.Validate(); err != nil {
 		return nil, fmt.Errorf("injector: Pacing.%w", err)
 	}
 	cfg.Pacing = cfg.Pacing.WithDefaults()
-	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{},
-		clock: clockwork.NewRealClock()}
+	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{}}
 	opts := append([]kgo.Opt{
 		kgo.WithHooks(&in.progress),
 		kgo.TransactionalID(cfg.TransactionalID),

@@ -43,7 +43,7 @@ type pacer struct {
 
 // pacer returns the pacer of one file.
 func (in *Injector) pacer() *pacer {
-	p := &pacer{p: in.cfg.Pacing, clock: in.clock, onWait: in.cfg.OnPaced}
+	p := &pacer{p: in.cfg.Pacing, clock: in.cfg.Clock, onWait: in.cfg.OnPaced}
 	if in.cfg.Pacing.Lateness > 0 {
 		p.late = in.cfg.Late
 	}

@@ -186,7 +186,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 		for chunk := range rows.chunks {
 			// The command's timestamp is when it was submitted: a task
 			// with no start counts from it.
-			now := in.cfg.Now()
+			now := in.cfg.Clock.Now()
 			for i := range chunk {
 				if next(&chunk[i], now, produce) || f.Policy == PolicyGoodRows {
 					continue

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -25,7 +26,7 @@ import (
 func TestLoginSessionAndLogout(t *testing.T) {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
 	f := history(t)
-	srv, err := web.New(web.Config{Now: func() time.Time { return f.now }, SecureCookies: true,
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(f.now), SecureCookies: true,
 		Users: []auth.User{{Name: "alice", PasswordHash: string(hash), Role: auth.Viewer}}}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestDownloadsStayInsideTheWatchedFolder(t *testing.T) {
 	// Moves recorded outside the watched folders' archive/ and failed/.
 	movedOut := batch("moved out", "out.csv", inbox, 0,
 		filepath.Join(outside, "archive", "secret.csv"), filepath.Join(inbox, "archive", "..", "..", "etc", "passwd"))
-	srv, err := web.New(web.Config{Now: func() time.Time { return now }, Folders: []string{inbox}}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(now), Folders: []string{inbox}}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

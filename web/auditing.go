@@ -33,7 +33,7 @@ func (s *Server) auditEvent(r *http.Request, action, actor, object, outcome, det
 	if s.cmd == nil {
 		return ""
 	}
-	a := record.NewAudit(s.cfg.Now(), field.Clean(actor, field.MaxName), action, field.Clean(object, field.MaxName), outcome)
+	a := record.NewAudit(s.cfg.Clock.Now(), field.Clean(actor, field.MaxName), action, field.Clean(object, field.MaxName), outcome)
 	a.Detail, a.Batch = field.Clean(detail, field.MaxDetail), b
 	if err := s.cmd.Audit(context.WithoutCancel(r.Context()), a); err != nil {
 		s.log.Error("audit", "action", action, "path", r.URL.Path, "err", err)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/store"
 	"github.com/jobdrop/jobdrop/internal/store/storetest"
 	"github.com/jobdrop/jobdrop/web"
@@ -109,7 +111,7 @@ func (w *firstBytes) Write(p []byte) (int, error) {
 // every page: pages that change nothing.
 func BenchmarkConsolePages(b *testing.B) {
 	st, now := nightStore(b)
-	srv, err := web.New(web.Config{Now: func() time.Time { return now }}, st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(now)}, st, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 	"github.com/jobdrop/jobdrop/web"
@@ -21,21 +23,31 @@ import (
 // a state and an audit event per command, at a clock that ticks a
 // millisecond at each look.
 type engineLoop struct {
-	mu   sync.Mutex
-	f    *feed
-	tick time.Time
+	mu    sync.Mutex
+	f     *feed
+	clock *tickingClock
 }
 
-func (e *engineLoop) now() time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.tick = e.tick.Add(time.Millisecond)
-	return e.tick
+// tickingClock is a fake clock that ticks a millisecond at each look.
+type tickingClock struct {
+	mu sync.Mutex
+	*clockwork.FakeClock
+}
+
+func newTickingClock(at time.Time) *tickingClock {
+	return &tickingClock{FakeClock: clockwork.NewFakeClockAt(at)}
+}
+
+func (c *tickingClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Advance(time.Millisecond)
+	return c.FakeClock.Now()
 }
 
 func (e *engineLoop) Send(_ context.Context, actor string, defs ...task.Definition) error {
 	for _, d := range defs {
-		at := e.now()
+		at := e.clock.Now()
 		action := record.ActionTaskUpdated
 		switch {
 		case d.Action == task.Delete:
@@ -70,7 +82,7 @@ func (e *engineLoop) AppendLogs(_ context.Context, s record.Status) error {
 // Trigger fires the task at once, as the engine would: its execution is
 // recorded, under a fire id of its own.
 func (e *engineLoop) Trigger(_ context.Context, _ string, host, name string) (string, error) {
-	at := e.now()
+	at := e.clock.Now()
 	id := record.TriggerFireID(host, name, 0, at.UnixNano())
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -96,13 +108,13 @@ func TestBulkPauseIsOneAuditEvent(t *testing.T) {
 			Frequency: &task.Frequency{TimeUnit: task.Hours, Time: 1}}
 		f.add(topics.State, d.Key(), record.State{Definition: d, Anchor: ms(now), NextFire: ms(now.Add(time.Hour)), UpdatedAt: ms(now)})
 	}
-	loop := &engineLoop{f: f, tick: now}
+	loop := &engineLoop{f: f, clock: newTickingClock(now)}
 	// The same user paused one of them by hand before.
 	if err := loop.Send(context.Background(), "api", task.Definition{Host: "bulk", Name: "job-100", Action: task.Update,
 		Topic: "jobs", Frequency: &task.Frequency{TimeUnit: task.Hours, Time: 1}, Active: task.Ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := web.New(web.Config{Now: loop.now, Commander: loop}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: loop.clock, Commander: loop}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,24 +69,6 @@ func (c *commander) audited(action string) []record.Audit {
 	return out
 }
 
-// clock is a time that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // users are the accounts of these tests, each with the password of its
 // name backwards, hashed at cost.
 func users(t *testing.T, cost int) []auth.User {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/net/html"
 
@@ -66,7 +67,7 @@ func newFeed(t *testing.T, now time.Time) *feed {
 // serve starts the console over the store with a fixed clock.
 func serve(t *testing.T, f *feed) *httptest.Server {
 	t.Helper()
-	srv, err := web.New(web.Config{Now: func() time.Time { return f.now }}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(f.now)}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

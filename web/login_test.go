@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -24,8 +25,8 @@ import (
 // not once an attempt, and checks no password while refused.
 func TestFailedPasswordsAreThrottledThenLocked(t *testing.T) {
 	cmd := &commander{}
-	clk := &clock{t: now}
-	ts := guarded(t, web.Config{Users: users(t, bcrypt.MinCost), Commander: cmd, Now: clk.Now})
+	clk := clockwork.NewFakeClockAt(now)
+	ts := guarded(t, web.Config{Users: users(t, bcrypt.MinCost), Commander: cmd, Clock: clk})
 	summary := ts.URL + "/api/summary"
 
 	// Fifty wrong passwords at once, then the right one: five are

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/net/html"
 
 	"github.com/jobdrop/jobdrop/web"
@@ -17,7 +18,7 @@ func TestDashboardShowsQueuesDraining(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	f := newFeed(t, now)
 	srv, err := web.New(web.Config{
-		Now:     func() time.Time { return now },
+		Clock:   clockwork.NewFakeClockAt(now),
 		Folders: []string{"/srv/estate", "/srv/export", "/srv/quiet", "/srv/fresh", "/srv/last/", "/srv/fast"},
 		Queues: func() []web.FolderQueue {
 			return []web.FolderQueue{

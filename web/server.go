@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
@@ -54,9 +55,9 @@ type Config struct {
 	// unless a request asks for another number (?limit=, at most 1000).
 	// Defaults to 50; at most 1000.
 	ListLimit int
-	// Now is the clock relative times ("in 4m") are counted from.
-	// Defaults to time.Now.
-	Now func() time.Time
+	// Clock is the clock relative times ("in 4m") are counted from.
+	// Defaults to the real clock.
+	Clock clockwork.Clock
 	// Topics are jobdrop's own topics, which no task may fire into but
 	// the input topic. Defaults to the default names.
 	Topics record.Topics
@@ -193,8 +194,8 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	case cfg.ListLimit > list.MaxLimit:
 		return nil, fmt.Errorf("new console: list limit %d is above %d", cfg.ListLimit, list.MaxLimit)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	cfg.Topics = cfg.Topics.WithDefaults()
 	if log == nil {
@@ -211,13 +212,13 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 		// The zero Config keeps serving tests and tools on loopback.
 		cfg.Anonymous = true
 	}
-	a, err := auth.New(auth.Config{Users: cfg.Users, Anonymous: cfg.Anonymous, SecureCookies: cfg.SecureCookies, Now: cfg.Now})
+	a, err := auth.New(auth.Config{Users: cfg.Users, Anonymous: cfg.Anonymous, SecureCookies: cfg.SecureCookies, Clock: cfg.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
 	s := &Server{cfg: cfg, src: src, cmd: cfg.Commander, auth: a, events: newEvents(cfg.Changes), log: log.With("component", "console"),
 		hosts: map[string]bool{}, hostRefusals: rate.Sometimes{Interval: time.Minute}, dryRuns: semaphore.NewWeighted(int64(cfg.DryRuns))}
-	s.lists = list.Reader{Limit: cfg.ListLimit, Now: s.now}
+	s.lists = list.Reader{Limit: cfg.ListLimit, Clock: cfg.Clock}
 	for _, h := range cfg.Hosts {
 		s.hosts[strings.TrimSuffix(strings.ToLower(h), ".")] = true
 	}
@@ -227,7 +228,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	}
 
 	apis, err := api.New(api.Config{Source: src, Commander: cfg.Commander, Reviewer: cfg.Reviewer, Topics: cfg.Topics,
-		Lists: s.lists, Now: cfg.Now, Host: apiHost{s}, Log: s.log})
+		Lists: s.lists, Clock: cfg.Clock, Host: apiHost{s}, Log: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("new console: %w", err)
 	}
@@ -374,7 +375,7 @@ func (s *Server) apiFail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // now is the server clock in UTC.
-func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+func (s *Server) now() time.Time { return s.cfg.Clock.Now().UTC() }
 
 // apiHost is what the API asks of the console.
 type apiHost struct{ s *Server }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/net/html"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -327,7 +328,7 @@ func TestNoticeShowsAbovePagesWhileSet(t *testing.T) {
 	f := history(t)
 	var notice atomic.Value
 	notice.Store("The console's database is being rebuilt from Kafka <b>now</b>")
-	srv, err := web.New(web.Config{Now: func() time.Time { return f.now }, Notice: func() string { return notice.Load().(string) }}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(f.now), Notice: func() string { return notice.Load().(string) }}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

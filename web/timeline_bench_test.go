@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -84,7 +85,7 @@ func BenchmarkGlance(b *testing.B) {
 	}
 	b.Logf("filled %d tasks and %d executions in %s", *glanceTasks, *glanceExecutions, time.Since(filled).Round(time.Second))
 	newServer := func() *web.Server {
-		srv, err := web.New(web.Config{Now: func() time.Time { return now }}, st, nil)
+		srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(now)}, st, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

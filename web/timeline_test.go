@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/net/html"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -165,7 +166,7 @@ func TestTimelineCountsEachMinuteAsTheTasksFire(t *testing.T) {
 		}
 	}
 
-	srv, err := web.New(web.Config{Now: func() time.Time { return now }}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(now)}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestChartsOfTheLastHoursSayWhatHappened(t *testing.T) {
 			failed++
 		}
 	}
-	srv, err := web.New(web.Config{Now: func() time.Time { return now }}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(now)}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,8 +71,8 @@ func TestSeedTaskAPIRoundTrips(t *testing.T) {
 	} {
 		f.add(topics.State, d.Key(), record.State{Definition: d, Anchor: ms(now), NextFire: ms(now.Add(time.Hour)), UpdatedAt: ms(now)})
 	}
-	loop := &engineLoop{f: f, tick: now}
-	srv, err := web.New(web.Config{Now: loop.now, Commander: loop}, f.st, nil)
+	loop := &engineLoop{f: f, clock: newTickingClock(now)}
+	srv, err := web.New(web.Config{Clock: loop.clock, Commander: loop}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

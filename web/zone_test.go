@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/xuri/excelize/v2"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/net/html"
@@ -26,7 +27,7 @@ func TestTimesShowInTheZoneEachUserPicks(t *testing.T) {
 	f := history(t)
 	india := task.Definition{Host: "acme", Name: "india", Action: task.Insert, Topic: "jobs", Cron: "30 9 * * *", Timezone: "Asia/Kolkata"}
 	f.add(topics.State, india.Key(), record.State{Definition: india, Anchor: ms(now), NextFire: ms(time.Date(2026, 3, 15, 4, 0, 0, 0, time.UTC)), UpdatedAt: ms(now)})
-	srv, err := web.New(web.Config{Now: func() time.Time { return f.now }, Users: users(t, bcrypt.MinCost)}, f.st, nil)
+	srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(f.now), Users: users(t, bcrypt.MinCost)}, f.st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

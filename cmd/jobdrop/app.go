@@ -35,7 +35,8 @@ import (
 
 // hooks let tests drive a run: its clock, and where it listens.
 type hooks struct {
-	// clock drives fire times and file stability; nil is the real clock.
+	// clock is the clock of every part but the watcher (see run): fire
+	// times, timestamps, deadlines; nil is the real clock.
 	clock clockwork.Clock
 	// started receives the addresses once everything listens.
 	started func(started)
@@ -153,7 +154,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		ClientOpts:      base,
 		TransactionalID: "jobdrop-injector-" + cfg.Node,
 		Topics:          cfg.Topics,
-		Now:             h.clock.Now,
+		Clock:           h.clock,
 		OnFile:          countFile(met),
 		Sources:         wholeStore{st, rec},
 		// Files give way to the fires of this node's scheduler.
@@ -175,13 +176,13 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		ClientOpts:      base,
 		TransactionalID: "jobdrop-injector.commands-" + cfg.Node,
 		Topics:          cfg.Topics,
-		Now:             h.clock.Now,
+		Clock:           h.clock,
 	})
 	if err != nil {
 		return err
 	}
 	defer cmds.Close()
-	notices, err := arrival.New(arrival.Config{ClientOpts: base, Topics: cfg.Topics, Now: h.clock.Now})
+	notices, err := arrival.New(arrival.Config{ClientOpts: base, Topics: cfg.Topics, Clock: h.clock})
 	if err != nil {
 		return err
 	}
@@ -199,16 +200,22 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	if err != nil {
 		return err
 	}
+	// The watcher waits for files on the real clock, even where a test's
+	// fake h.clock drives the fires: a test drops a file and waits for it.
+	// What judges the folders and settles held files reads that clock too,
+	// as their times are compared with the watcher's.
+	files := clockwork.NewRealClock()
 	wat, err := watcher.New(watcher.Config{
 		Folders:       folders,
 		StableChecks:  cfg.Watcher.StableChecks,
 		CheckInterval: cfg.Watcher.CheckInterval,
 		Rescan:        cfg.Watcher.Rescan,
+		Clock:         files,
 	}, pipe, log)
 	if err != nil {
 		return err
 	}
-	watched := newFolderWatch(cfg.Watcher, wat.Status)
+	watched := newFolderWatch(cfg.Watcher, wat.Status, files)
 	met.ObserveFolders(watched.gauges)
 	met.ObserveHeldFiles(func() int {
 		held, _ := st.HeldBatches(context.Background())
@@ -219,12 +226,12 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	if err != nil {
 		return err
 	}
-	wc := consoleConfig(cfg, inj, cmds, rec, h.clock.Now)
+	wc := consoleConfig(cfg, inj, cmds, rec, h.clock)
 	// The dashboard's computations give way to the fires, as the
 	// recorder does.
 	wc.Late, wc.Pacing = eng.Lateness, cfg.Pacing
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
-	wc.Reviewer = pipe.Reviewer(st.BatchByID, time.Now)
+	wc.Reviewer = pipe.Reviewer(st.BatchByID, files)
 	wc.Queues = watched.queues
 	wc.Uploader = pipe
 	if schemas != nil {
@@ -254,7 +261,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	}
 
 	g, ctx := errgroup.WithContext(ctx)
-	if err := startMessageScheduler(ctx, g, cfg, base, brokers, admin, st, msLn, log); err != nil {
+	if err := startMessageScheduler(ctx, g, cfg, base, brokers, admin, st, msLn, h.clock, log); err != nil {
 		_ = ln.Close()
 		return err
 	}
@@ -434,14 +441,14 @@ func (w wholeStore) BatchInjected(ctx context.Context, id string) (bool, error) 
 // consoleConfig wires the console: writes through cmds, dry runs of
 // sync files through the injector, live updates from the recorder,
 // uploads into the first watched folder.
-func consoleConfig(cfg Config, inj *injector.Injector, cmds *commandwriter.Writer, rec *store.Recorder, now func() time.Time) web.Config {
+func consoleConfig(cfg Config, inj *injector.Injector, cmds *commandwriter.Writer, rec *store.Recorder, clock clockwork.Clock) web.Config {
 	wc := web.Config{
 		Topics:        cfg.Topics,
 		Commander:     cmds,
 		Anonymous:     len(cfg.Console.Users) == 0,
 		SecureCookies: cfg.Console.SecureCookies,
 		Changes:       rec.Applied,
-		Now:           now,
+		Clock:         clock,
 	}
 	wc.Hosts, wc.TrustedProxies = cfg.Console.hostNames(), cfg.Console.proxies()
 	wc.Timeouts = web.Timeouts(cfg.Console.Timeouts)

@@ -51,5 +51,5 @@ func (c ExecutionsConfig) validate() error {
 // store records.
 func newSweeper(cfg Config, st *store.Store, rec *store.Recorder, w sweep.Writer, ready *readiness, clock clockwork.Clock, log *slog.Logger) (*sweep.Sweeper, error) {
 	return sweep.New(sweep.Config{ReapGrace: cfg.Executions.ReapGrace, LogRetention: cfg.Executions.LogRetention,
-		Node: cfg.Node, Now: clock.Now, Ready: func() bool { return ready.caughtUp.Load() && rec.Err() == nil }}, st, w, log)
+		Node: cfg.Node, Clock: clock, Ready: func() bool { return ready.caughtUp.Load() && rec.Err() == nil }}, st, w, log)
 }

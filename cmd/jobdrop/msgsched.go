@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -60,7 +61,7 @@ func (c MessageSchedulerConfig) validate() error {
 // startMessageScheduler starts, in g, the bridge from the schedule topics
 // and its admin REST, once the topics exist.
 func startMessageScheduler(ctx context.Context, g *errgroup.Group, cfg Config, base []kgo.Opt, brokers []string, admin *kgo.Client,
-	st *store.Store, ln net.Listener, log *slog.Logger) error {
+	st *store.Store, ln net.Listener, clock clockwork.Clock, log *slog.Logger) error {
 	c := cfg.MessageScheduler
 	if len(c.Topics) == 0 {
 		return nil
@@ -86,7 +87,7 @@ func startMessageScheduler(ctx context.Context, g *errgroup.Group, cfg Config, b
 		}
 	}
 	b := msgsched.New(msgsched.Config{ClientOpts: base, Topics: c.Topics, History: c.HistoryTopic, Grace: c.Grace,
-		Records: cfg.Topics, Node: cfg.Node, SessionTimeout: cfg.Scheduler.SessionTimeout, Log: log})
+		Records: cfg.Topics, Node: cfg.Node, SessionTimeout: cfg.Scheduler.SessionTimeout, Clock: clock, Log: log})
 	g.Go(func() error { b.Run(ctx); return nil })
 	if ln == nil {
 		return nil

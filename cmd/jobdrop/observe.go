@@ -95,13 +95,13 @@ func consoleNotice(rec *store.Recorder, st *store.Store, folders folderWatch) fu
 // check, the metrics and the console's notice.
 type folderWatch struct {
 	status     func() []watcher.FolderStatus
-	now        func() time.Time
+	clock      clockwork.Clock
 	stallAfter time.Duration
 	slowAfter  time.Duration
 }
 
-func newFolderWatch(cfg WatcherConfig, status func() []watcher.FolderStatus) folderWatch {
-	return folderWatch{status: status, now: time.Now,
+func newFolderWatch(cfg WatcherConfig, status func() []watcher.FolderStatus, clock clockwork.Clock) folderWatch {
+	return folderWatch{status: status, clock: clock,
 		stallAfter: cmp.Or(cfg.StallAfter, time.Minute), slowAfter: cmp.Or(cfg.SlowAfter, 10*time.Minute)}
 }
 
@@ -114,7 +114,7 @@ type judged struct {
 
 func (fw folderWatch) judge() judged {
 	var j judged
-	now := fw.now()
+	now := fw.clock.Now()
 	for _, s := range fw.status() {
 		j.gauges.Queued += s.Queued
 		if s.File != "" {

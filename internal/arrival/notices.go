@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -17,8 +17,8 @@ type Config struct {
 	ClientOpts []kgo.Opt
 	// Topics names jobdrop's topics.
 	Topics record.Topics
-	// Now is the clock of the events. Defaults to time.Now.
-	Now func() time.Time
+	// Clock is the clock of the events. Defaults to the real clock.
+	Clock clockwork.Clock
 }
 
 // Notices produces the audit events of files arriving and moved. It is
@@ -31,8 +31,8 @@ type Notices struct {
 // New connects a plain producer.
 func New(cfg Config) (*Notices, error) {
 	cfg.Topics = cfg.Topics.WithDefaults()
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.ProducerLinger(0)}, cfg.ClientOpts...)...)
 	if err != nil {
@@ -52,7 +52,7 @@ func (n *Notices) Close() { n.cl.Close() }
 // one arrival keep their order, and come before the file's batch event as
 // long as each was done before the file was injected.
 func (n *Notices) Arrive(ctx context.Context, actor, action, outcome, detail string, arr record.Arrival, done func(error)) {
-	a := record.NewAudit(n.cfg.Now(), actor, action, arr.File, outcome)
+	a := record.NewAudit(n.cfg.Clock.Now(), actor, action, arr.File, outcome)
 	a.Detail, a.Arrival = detail, &arr
 	n.produce(ctx, a, done)
 }
@@ -63,7 +63,7 @@ func (n *Notices) Arrive(ctx context.Context, actor, action, outcome, detail str
 // took. It is produced like Arrive, outside any transaction; done, when
 // not nil, is called with the outcome once the brokers have it.
 func (n *Notices) Moved(ctx context.Context, actor string, b record.Batch, path string, done func(error)) {
-	a := record.NewAudit(n.cfg.Now(), actor, record.ActionFileMoved, path, record.OutcomeOK)
+	a := record.NewAudit(n.cfg.Clock.Now(), actor, record.ActionFileMoved, path, record.OutcomeOK)
 	a.Detail = b.File + " moved to " + path
 	// The batch, not the arrival, names the file: the arrival may be a new
 	// file of the same name already.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -20,7 +22,7 @@ func TestArrivalAndMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	n, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), Topics: topics, Now: func() time.Time { return at }})
+	n, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), Topics: topics, Clock: clockwork.NewFakeClockAt(at)})
 	if err != nil {
 		t.Fatal(err)
 	}

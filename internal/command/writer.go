@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
@@ -25,9 +25,9 @@ type Config struct {
 	TransactionalID string
 	// Topics names jobdrop's topics.
 	Topics record.Topics
-	// Now is the clock of commands and audit timestamps. Defaults to
-	// time.Now.
-	Now func() time.Time
+	// Clock is the clock of commands and audit timestamps. Defaults to
+	// the real clock.
+	Clock clockwork.Clock
 }
 
 // Writer writes commands, status reports and audit events, each call in
@@ -49,8 +49,8 @@ func New(cfg Config) (*Writer, error) {
 		return nil, errors.New("command writer: TransactionalID is required")
 	}
 	cfg.Topics = cfg.Topics.WithDefaults()
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.TransactionalID(cfg.TransactionalID),
@@ -87,7 +87,7 @@ func (w *Writer) Send(ctx context.Context, actor string, defs ...task.Definition
 // ReportStatus writes a worker's report on an execution to the status
 // topic, with its audit event, in one transaction.
 func (w *Writer) ReportStatus(ctx context.Context, actor string, s record.Status) error {
-	recs := StatusRecords(w.cfg.Topics, actor, s, w.cfg.Now())
+	recs := StatusRecords(w.cfg.Topics, actor, s, w.cfg.Clock.Now())
 	return w.transact(ctx, func(produce func(*kgo.Record)) error {
 		for _, rec := range recs {
 			produce(rec)
@@ -143,7 +143,7 @@ func (w *Writer) Audit(ctx context.Context, a record.Audit) error {
 
 // command is the record of command d sent by actor, now.
 func (w *Writer) command(d *task.Definition, actor string) *kgo.Record {
-	return Record(w.cfg.Topics.Input, d, record.Source{Actor: actor}, 0, w.cfg.Now())
+	return Record(w.cfg.Topics.Input, d, record.Source{Actor: actor}, 0, w.cfg.Clock.Now())
 }
 
 // transact runs fill inside one transaction and commits it, or aborts it

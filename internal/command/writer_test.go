@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -21,7 +23,7 @@ func newWriter(t *testing.T) (*Writer, []string, record.Topics) {
 	}
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	w, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-commands", Topics: topics,
-		Now: func() time.Time { return at }})
+		Clock: clockwork.NewFakeClockAt(at)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +69,8 @@ func TestWritesCommandsAndReports(t *testing.T) {
 			t.Fatal(err)
 		}
 		byActor[header(t, h, record.HeaderActor)] = string(got.Action)
-		if string(rec.Key) != "acme/a" || !rec.Timestamp.Equal(w.cfg.Now()) {
-			t.Errorf("command %s at %s, want acme/a at %s", rec.Key, rec.Timestamp, w.cfg.Now())
+		if string(rec.Key) != "acme/a" || !rec.Timestamp.Equal(w.cfg.Clock.Now()) {
+			t.Errorf("command %s at %s, want acme/a at %s", rec.Key, rec.Timestamp, w.cfg.Clock.Now())
 		}
 		if got.Action == task.Trigger {
 			if want := record.TriggerFireID("acme", "a", rec.Partition, rec.Offset); id != want {

@@ -9,7 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -26,15 +27,15 @@ type Reviewer struct {
 	in *Intake
 	// batch looks a batch up, with the paths its file was moved to.
 	batch func(ctx context.Context, id string) (storetype.Batch, error)
-	now   func() time.Time
+	clock clockwork.Clock
 }
 
 var _ api.Reviewer = Reviewer{}
 
 // Reviewer decides the held files of the intake's folders, looking their
-// batches up with batch; now is the clock of their reports.
-func (in *Intake) Reviewer(batch func(ctx context.Context, id string) (storetype.Batch, error), now func() time.Time) Reviewer {
-	return Reviewer{in: in, batch: batch, now: now}
+// batches up with batch; clock is the clock of their reports.
+func (in *Intake) Reviewer(batch func(ctx context.Context, id string) (storetype.Batch, error), clock clockwork.Clock) Reviewer {
+	return Reviewer{in: in, batch: batch, clock: clock}
 }
 
 // take finds the held file of batch id in a watched folder's held/ and
@@ -144,7 +145,7 @@ func (r Reviewer) Reject(ctx context.Context, id, actor, reason string) error {
 // settle moves a decided file to archive/ (report empty) or failed/, and
 // records where it went.
 func (r Reviewer) settle(f watcher.File, actor string, b record.Batch, report string) error {
-	to, err := watcher.Settle(f, report, r.now())
+	to, err := watcher.Settle(f, report, r.clock.Now())
 	if err != nil {
 		return fmt.Errorf("decided, but %s could not be moved out of %s (it is handled again at the next start): %w",
 			f.Name, watcher.ProcessingDir, err)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
@@ -42,9 +43,10 @@ type Config struct {
 	// MaxPollRecords bounds the records of one transaction. Defaults to
 	// 10,000.
 	MaxPollRecords int
-	// Now is the clock of audit events. Defaults to time.Now.
-	Now func() time.Time
-	Log *slog.Logger
+	// Clock is the clock of audit events and of what is due. Defaults
+	// to the real clock.
+	Clock clockwork.Clock
+	Log   *slog.Logger
 }
 
 // Bridge moves schedules from their topics onto the input topic, each
@@ -75,14 +77,14 @@ func New(cfg Config) *Bridge {
 	if cfg.MaxPollRecords <= 0 {
 		cfg.MaxPollRecords = 10_000
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
 	return &Bridge{cfg: cfg, refused: map[string]string{}, ahead: map[topicPartition]*lookahead{},
-		conv: converter{input: cfg.Records.Input, audit: cfg.Records.Audit, history: cfg.History, grace: cfg.Grace, now: cfg.Now}}
+		conv: converter{input: cfg.Records.Input, audit: cfg.Records.Audit, history: cfg.History, grace: cfg.Grace, clock: cfg.Clock}}
 }
 
 // Live reports whether the bridge is consuming its topics.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -26,7 +27,7 @@ type converter struct {
 	input, audit string
 	history      string
 	grace        time.Duration
-	now          func() time.Time
+	clock        clockwork.Clock
 }
 
 // convert is what one schedule record becomes, all in the transaction
@@ -137,7 +138,7 @@ func (c converter) auditRec(rec *kgo.Record, object, action, outcome, why string
 	// Keyed by the schedule record's place: one record is one event however
 	// often a bridge reads it (again after an aborted transaction, or as
 	// the partition's next owner), a guard beside the transaction's.
-	a := record.NewAudit(c.now(), Actor, action, object, outcome).Keyed(where)
+	a := record.NewAudit(c.clock.Now(), Actor, action, object, outcome).Keyed(where)
 	a.Detail = fmt.Sprintf("schedule at %s (key %s) %s", where, quoteKey(rec.Key), why)
 	v, _ := json.Marshal(a)
 	return &kgo.Record{Topic: c.audit, Key: []byte(Actor), Value: v}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -14,7 +15,7 @@ import (
 
 func testConverter(grace time.Duration) converter {
 	return converter{input: "light-scheduler", audit: "light-scheduler-audit", history: "history", grace: grace,
-		now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
+		clock: clockwork.NewFakeClockAt(time.Unix(1_700_000_000, 0))}
 }
 
 func schedule(key, value string, arrived time.Time, headers ...string) *kgo.Record {

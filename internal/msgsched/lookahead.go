@@ -93,7 +93,7 @@ func (b *Bridge) lookAhead(ctx context.Context, fetches kgo.Fetches) {
 // that would fire at once, before the records after it are read. Those of
 // later schedules are read in time to replace them.
 func (b *Bridge) anyDue(recs []*kgo.Record) bool {
-	now := b.cfg.Now().Unix()
+	now := b.cfg.Clock.Now().Unix()
 	for _, r := range recs {
 		if v := header(r, record.HeaderScheduleEpoch); v != nil {
 			if secs, err := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64); err == nil && secs <= now {

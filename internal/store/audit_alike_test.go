@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -89,7 +90,7 @@ func TestRecorderKeepsAuditEventsAlike(t *testing.T) {
 					ClientOpts:      []kgo.Opt{kgo.SeedBrokers(env.brokers...)},
 					TransactionalID: "commands-alike",
 					Topics:          testTopics,
-					Now:             func() time.Time { return at },
+					Clock:           clockwork.NewFakeClockAt(at),
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
@@ -31,8 +33,9 @@ type Config struct {
 	Interval time.Duration
 	// Node names the node in the audit events of its reaps. Required.
 	Node string
-	// Now is the clock deadlines are counted by. Defaults to time.Now.
-	Now func() time.Time
+	// Clock is the clock deadlines are counted by. Defaults to the real
+	// clock.
+	Clock clockwork.Clock
 	// Ready says whether the store holds everything committed up to
 	// about now: no reap is written while it says false (a node catching
 	// up at its start, or rebuilding its store, would take executions
@@ -89,8 +92,8 @@ func New(cfg Config, st Store, w Writer, log *slog.Logger) (*Sweeper, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = min(max(cfg.ReapGrace/10, 100*time.Millisecond), 30*time.Second)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.Ready == nil {
 		cfg.Ready = func() bool { return true }
@@ -105,7 +108,7 @@ func New(cfg Config, st Store, w Writer, log *slog.Logger) (*Sweeper, error) {
 // that fails is logged and tried again at the next.
 //
 // The rounds are paced by a real ticker, while deadlines are read from
-// Config.Now: a test's fake clock decides what is due, and the Sweeper
+// Config.Clock: a test's fake clock decides what is due, and the Sweeper
 // never counts among the waiters on it that the engine's tests wait for.
 func (s *Sweeper) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
@@ -125,7 +128,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 // Sweep runs one round: reaps what is due, when the store is ready, then
 // drops the logs past their retention.
 func (s *Sweeper) Sweep(ctx context.Context) error {
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	var reapErr error
 	if s.cfg.Ready() {
 		reapErr = s.reap(ctx, now)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,7 +31,7 @@ type node struct {
 	stop func()
 }
 
-func startNode(t *testing.T, ctx context.Context, brokers []string, name string, now func() time.Time) node {
+func startNode(t *testing.T, ctx context.Context, brokers []string, name string, clock clockwork.Clock) node {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "jobdrop.db"))
 	if err != nil {
@@ -53,12 +54,12 @@ func startNode(t *testing.T, ctx context.Context, brokers []string, name string,
 		})
 	}
 	t.Cleanup(stop)
-	w, err := command.New(command.Config{ClientOpts: opts, TransactionalID: "commands-" + name, Now: now})
+	w, err := command.New(command.Config{ClientOpts: opts, TransactionalID: "commands-" + name, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	sw, err := sweep.New(sweep.Config{Node: name, ReapGrace: time.Minute, Now: now}, st, w, nil)
+	sw, err := sweep.New(sweep.Config{Node: name, ReapGrace: time.Minute, Clock: clock}, st, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
+	clock := clockwork.NewFakeClockAt(now)
 	a := startNode(t, ctx, brokers, "node-a", clock)
 	b := startNode(t, ctx, brokers, "node-b", clock)
 	// c only watches: a third view, which must record both reaps once.
@@ -158,7 +159,7 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 	// A node whose view is not whole yet (catching up at its start,
 	// rebuilding) writes no reap, however late the executions look.
 	notReady, err := sweep.New(sweep.Config{Node: "node-d", ReapGrace: time.Minute, Ready: func() bool { return false },
-		Now: func() time.Time { return now.Add(time.Hour) }}, c.st, refuse{t}, nil)
+		Clock: clockwork.NewFakeClockAt(now.Add(time.Hour))}, c.st, refuse{t}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestReapOnceAcrossNodes(t *testing.T) {
 
 	// Past young's grace, a node reaps it too; the next round writes
 	// nothing more.
-	now = now.Add(time.Minute)
+	clock.Advance(time.Minute)
 	sweepUntilDone(t, a.sw)
 	kafkatest.Eventually(t, 30*time.Second, "young reaped", func() bool { return status(a, "young").Status == "FAILED" })
 	sweepUntilDone(t, a.sw)

@@ -218,7 +218,7 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 		s.apiFail(w, r, err)
 		return b, false
 	}
-	start := s.cfg.Now()
+	start := s.cfg.Clock.Now()
 	var chunk []task.Definition
 	flush := func() error {
 		if len(chunk) == 0 {

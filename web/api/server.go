@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
@@ -82,8 +84,8 @@ type Config struct {
 	Topics record.Topics
 	// Lists reads the lists' filters and pages. Required.
 	Lists list.Reader
-	// Now is the clock. Defaults to time.Now.
-	Now func() time.Time
+	// Clock is the clock. Defaults to the real clock.
+	Clock clockwork.Clock
 	// Host is the console serving the API. Required.
 	Host Host
 	// Log is where failures are logged. Defaults to discarding them.
@@ -103,11 +105,11 @@ type Server struct {
 
 // New checks cfg and builds the API's server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Source == nil || cfg.Host == nil || cfg.Lists.Now == nil {
+	if cfg.Source == nil || cfg.Host == nil || cfg.Lists.Clock == nil {
 		return nil, errors.New("new API: a source, a host and a list reader are required")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -146,7 +148,7 @@ func (s *Server) Register(mux Mux) {
 }
 
 // now is the server clock in UTC.
-func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
+func (s *Server) now() time.Time { return s.cfg.Clock.Now().UTC() }
 
 func (s *Server) allow(w http.ResponseWriter, r *http.Request, role auth.Role) bool {
 	return s.host.Allow(w, r, role)

@@ -221,7 +221,7 @@ func (s *Server) postStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	// The message is the report's audit detail too: bounded and cleaned.
 	rep := record.Status{FireID: fireID, Status: st, Message: field.Clean(body.Message, field.MaxDetail),
-		Worker: field.Clean(body.Worker, field.MaxName), At: s.cfg.Now().UnixMilli()}
+		Worker: field.Clean(body.Worker, field.MaxName), At: s.cfg.Clock.Now().UnixMilli()}
 	if rep.Worker == "" {
 		rep.Worker = actor(r)
 	}

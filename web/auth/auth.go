@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/semaphore"
 )
@@ -25,9 +26,9 @@ type Config struct {
 	// SecureCookies marks the session cookie Secure, for a console
 	// served over TLS.
 	SecureCookies bool
-	// Now is the clock sessions expire and failures are counted by.
-	// Defaults to time.Now.
-	Now func() time.Time
+	// Clock is the clock sessions expire and failures are counted by.
+	// Defaults to the real clock.
+	Clock clockwork.Clock
 }
 
 // Authenticator checks passwords and keeps sessions in memory: a restart
@@ -36,7 +37,7 @@ type Authenticator struct {
 	users     map[string]User
 	anonymous bool
 	secure    bool
-	now       func() time.Time
+	clock     clockwork.Clock
 	// dummy is compared against when the user is unknown, so a login
 	// takes as long whether or not the name exists: it has the cost of
 	// the costliest configured hash.
@@ -62,10 +63,10 @@ const basicTTL = 5 * time.Minute
 
 // New validates the users of cfg and builds their Authenticator.
 func New(cfg Config) (*Authenticator, error) {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
 	}
-	a := &Authenticator{users: map[string]User{}, anonymous: cfg.Anonymous, secure: cfg.SecureCookies, now: cfg.Now, sessions: map[string]session{},
+	a := &Authenticator{users: map[string]User{}, anonymous: cfg.Anonymous, secure: cfg.SecureCookies, clock: cfg.Clock, sessions: map[string]session{},
 		verified: map[[32]byte]time.Time{}, key: make([]byte, 32),
 		checks: semaphore.NewWeighted(int64(max(1, runtime.GOMAXPROCS(0)/2))),
 		names:  newThrottle(namePolicy), addrs: newThrottle(addrPolicy)}
@@ -135,7 +136,7 @@ func (a *Authenticator) remembered(name, password string) (User, bool) {
 	a.mu.Lock()
 	until, ok := a.verified[k]
 	a.mu.Unlock()
-	if u, known := a.users[name]; ok && known && a.now().Before(until) {
+	if u, known := a.users[name]; ok && known && a.clock.Now().Before(until) {
 		return u, true
 	}
 	return User{}, false
@@ -149,5 +150,5 @@ func (a *Authenticator) remember(name, password string) {
 	if len(a.verified) > 10_000 {
 		clear(a.verified)
 	}
-	a.verified[k] = a.now().Add(basicTTL)
+	a.verified[k] = a.clock.Now().Add(basicTTL)
 }

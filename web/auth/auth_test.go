@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -41,8 +42,8 @@ func TestParseRoleReadsWhatStringWrites(t *testing.T) {
 
 func TestWrongPasswordsSlowTheNameDown(t *testing.T) {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("right"), bcrypt.MinCost)
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a, err := New(Config{Users: []User{{Name: "ada", PasswordHash: string(hash), Role: Admin}}, Now: func() time.Time { return now }})
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, err := New(Config{Users: []User{{Name: "ada", PasswordHash: string(hash), Role: Admin}}, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestWrongPasswordsSlowTheNameDown(t *testing.T) {
 	if _, err := a.CheckPassword(context.Background(), "ada", "right", "192.0.2.1", nil); !errors.As(err, &th) {
 		t.Fatalf("right password at once after the free failures: %v, want throttled", err)
 	}
-	now = now.Add(th.Wait)
+	clock.Advance(th.Wait)
 	u, err := a.CheckPassword(context.Background(), "ada", "right", "192.0.2.1", nil)
 	if err != nil || u.Name != "ada" {
 		t.Fatalf("right password after the wait: %v, %v", u, err)

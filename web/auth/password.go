@@ -103,17 +103,17 @@ func (a *Authenticator) CheckPassword(ctx context.Context, name, password, addr 
 func (a *Authenticator) tryPassword(ctx context.Context, name, password, addr string, failed func(Failure)) (User, error) {
 	ctx, cancel := context.WithTimeout(ctx, passwordWait)
 	defer cancel()
-	byName, err := a.names.enter(ctx, name, a.now())
+	byName, err := a.names.enter(ctx, name, a.clock.Now())
 	if err != nil {
 		return User{}, ErrBusy
 	}
 	defer a.names.leave(name, byName, true)
-	byAddr, err := a.addrs.enter(ctx, addr, a.now())
+	byAddr, err := a.addrs.enter(ctx, addr, a.clock.Now())
 	if err != nil {
 		return User{}, ErrBusy
 	}
 	defer a.addrs.leave(addr, byAddr, true)
-	now := a.now()
+	now := a.clock.Now()
 	if wait := max(a.names.wait(byName, now), a.addrs.wait(byAddr, now)); wait > 0 {
 		return User{}, &ThrottledError{Wait: wait}
 	}
@@ -128,7 +128,7 @@ func (a *Authenticator) tryPassword(ctx context.Context, name, password, addr st
 	}
 	// An address's failures are not forgiven by a success: one account of
 	// its own would let a client guess others' passwords forever.
-	now = a.now()
+	now = a.clock.Now()
 	shown := attemptedName(name)
 	failed(Failure{Actor: shown, Detail: "unknown user or wrong password, from " + addr})
 	if detail := throttleDetail(a.names.fail(byName, now), namePolicy, "for the user name "+shown+", the last from "+addr); detail != "" {

@@ -26,7 +26,7 @@ func (a *Authenticator) StartSession(user string) *http.Cookie {
 	tok := hex.EncodeToString(b)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := a.now()
+	now := a.clock.Now()
 	for t, s := range a.sessions {
 		if now.After(s.expires) {
 			delete(a.sessions, t)
@@ -64,7 +64,7 @@ func (a *Authenticator) Session(r *http.Request) (Principal, bool) {
 		a.mu.Lock()
 		s, ok := a.sessions[c.Value]
 		a.mu.Unlock()
-		if ok && a.now().Before(s.expires) {
+		if ok && a.clock.Now().Before(s.expires) {
 			if u, ok := a.users[s.user]; ok {
 				return Principal{Name: u.Name, Role: u.Role}, true
 			}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
 
@@ -39,9 +41,13 @@ type Reader struct {
 	// Limit is the rows of a page unless a URL asks for another number
 	// (?limit=, at most MaxLimit).
 	Limit int
-	// Now is the clock relative times ("-1h") are counted from.
-	Now func() time.Time
+	// Clock is the clock relative times ("-1h") are counted from.
+	// Required.
+	Clock clockwork.Clock
 }
+
+// now is the clock's time in UTC.
+func (rd Reader) now() time.Time { return rd.Clock.Now().UTC() }
 
 // Page reads ?sort=, ?cursor= and ?limit=; the limit defaults to
 // rd.Limit and is at most MaxLimit.
@@ -115,7 +121,7 @@ func orList(values []string) string {
 // Executions reads the executions list's filters from its URL.
 func (rd Reader) Executions(q url.Values) (storetype.ExecutionFilter, error) {
 	f := storetype.ExecutionFilter{Status: strings.ToUpper(q.Get("status")), Host: q.Get("host"), Name: q.Get("name"),
-		Task: q.Get("task"), Topic: q.Get("topic"), Batch: q.Get("file"), Now: rd.Now()}
+		Task: q.Get("task"), Topic: q.Get("topic"), Batch: q.Get("file"), Now: rd.now()}
 	var err error
 	if f.Sort, f.Cursor, f.Limit, err = rd.Page(q); err != nil {
 		return f, err
@@ -146,7 +152,7 @@ func (rd Reader) Tasks(q url.Values) (storetype.TaskFilter, error) {
 	if err := oneOf("sort", f.Sort, storetype.TaskSortNext, storetype.TaskSortKey); err != nil {
 		return f, err
 	}
-	f.From, f.To, err = timeRange(q, rd.Now())
+	f.From, f.To, err = timeRange(q, rd.now())
 	return f, err
 }
 
@@ -163,7 +169,7 @@ func (rd Reader) Files(q url.Values) (storetype.FileFilter, error) {
 	if err := oneOf("sort", f.Sort, storetype.SortNewest, storetype.SortOldest); err != nil {
 		return f, err
 	}
-	f.From, f.To, err = timeRange(q, rd.Now())
+	f.From, f.To, err = timeRange(q, rd.now())
 	return f, err
 }
 
@@ -177,7 +183,7 @@ func (rd Reader) Audit(q url.Values) (storetype.AuditFilter, error) {
 	if err := oneOf("sort", f.Sort, storetype.SortNewest, storetype.SortOldest); err != nil {
 		return f, err
 	}
-	f.From, f.To, err = timeRange(q, rd.Now())
+	f.From, f.To, err = timeRange(q, rd.now())
 	return f, err
 }
 

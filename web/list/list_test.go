@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 func TestTimeReadsEveryFormAFilterTakes(t *testing.T) {
@@ -33,7 +35,7 @@ func TestTimeReadsEveryFormAFilterTakes(t *testing.T) {
 }
 
 func TestReaderRefusesWhatAListDoesNotHave(t *testing.T) {
-	rd := Reader{Limit: 50, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }}
+	rd := Reader{Limit: 50, Clock: clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	for _, q := range []string{"status=sleeping", "sort=sideways", "limit=0", "limit=x", "from=someday"} {
 		v, _ := url.ParseQuery(q)
 		if _, err := rd.Tasks(v); err == nil {
