@@ -32,8 +32,8 @@ type Config struct {
 	// MaxErrors bounds the row errors kept for a rejected file's report.
 	// Defaults to 1000.
 	MaxErrors int
-	// Clock is the clock of audit timestamps and of the waits of
-	// Pacing. Defaults to the real clock.
+	// Clock is the clock of audit timestamps. Defaults to the real
+	// clock. (The waits of Pacing are on the real clock.)
 	Clock clockwork.Clock
 	// Sources answers the files of sync folders (File.Sync) with the
 	// tasks that run now. Without it such files are refused.

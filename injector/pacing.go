@@ -41,9 +41,12 @@ type pacer struct {
 	rows int
 }
 
-// pacer returns the pacer of one file.
+// pacer returns the pacer of one file. Its waits are on the real clock,
+// as the recorder's and the console's are: they leave the CPU to the
+// fires, which a clock that only moves when told (a test's) would never
+// let end.
 func (in *Injector) pacer() *pacer {
-	p := &pacer{p: in.cfg.Pacing, clock: in.cfg.Clock, onWait: in.cfg.OnPaced}
+	p := &pacer{p: in.cfg.Pacing, clock: clockwork.NewRealClock(), onWait: in.cfg.OnPaced}
 	if in.cfg.Pacing.Lateness > 0 {
 		p.late = in.cfg.Late
 	}
