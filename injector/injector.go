@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 )
 
@@ -46,7 +47,7 @@ type Config struct {
 	OnFile func(FileDone)
 	// Pacing makes files wait while the scheduler fires late, as Late
 	// says. Without Late files never wait.
-	Pacing Pacing
+	Pacing pace.Pacing
 	// Late says how late the scheduler fires now
 	// (scheduler.Engine.Lateness).
 	Late func() time.Duration

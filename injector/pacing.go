@@ -9,7 +9,12 @@ import (
 	"github.com/jobdrop/jobdrop/internal/pace"
 )
 
-// Pacing makes files give way to the scheduler when it fires late. A
+// paceRows is how many rows a file goes between two looks at the
+// scheduler: looking costs next to nothing, and a thousand rows take a few
+// milliseconds to convert or produce.
+const paceRows = 1_000
+
+// A pacer makes a file give way to the scheduler when it fires late. A
 // flood of files (a whole estate exported at once) would otherwise take
 // the CPU, the brokers and the scheduler's own transactions, which must
 // apply every command injected, from the fires due meanwhile. Before each
@@ -24,17 +29,9 @@ import (
 // it, and the brokers abort a transaction open too long. A file that does
 // not sync is converted inside its transaction (its rows are produced as
 // they are converted), so it waits only before it starts.
-type Pacing = pace.Pacing
-
-// paceRows is how many rows a file goes between two looks at the
-// scheduler: looking costs next to nothing, and a thousand rows take a few
-// milliseconds to convert or produce.
-const paceRows = 1_000
-
-// pacer paces one file.
 type pacer struct {
-	p      Pacing
-	late   func() time.Duration // nil: no pacing
+	p      pace.Pacing
+	late   func() time.Duration // nil: no pacing (nor with p.Lateness zero)
 	clock  clockwork.Clock
 	onWait func(time.Duration)
 
@@ -46,11 +43,7 @@ type pacer struct {
 // fires, which a clock that only moves when told (a test's) would never
 // let end.
 func (in *Injector) pacer() *pacer {
-	p := &pacer{p: in.cfg.Pacing, clock: clockwork.NewRealClock(), onWait: in.cfg.OnPaced}
-	if in.cfg.Pacing.Lateness > 0 {
-		p.late = in.cfg.Late
-	}
-	return p
+	return &pacer{p: in.cfg.Pacing, late: in.cfg.Late, clock: clockwork.NewRealClock(), onWait: in.cfg.OnPaced}
 }
 
 // row counts a row of the file, and waits every paceRows rows while the

@@ -35,7 +35,7 @@ func TestFileWaitsWhileTheSchedulerIsLate(t *testing.T) {
 	var waited atomic.Int64
 	in, err := New(Config{
 		ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics,
-		Pacing: Pacing{Lateness: 250 * time.Millisecond, MaxWait: time.Hour},
+		Pacing: pace.Pacing{Lateness: 250 * time.Millisecond, MaxWait: time.Hour},
 		Late: func() time.Duration {
 			looks.Add(1)
 			if onTime.Load() {
@@ -102,7 +102,7 @@ func TestPacerWaits(t *testing.T) {
 			var got []time.Duration
 			looks := 0
 			p := &pacer{
-				p: Pacing{Lateness: 250 * time.Millisecond, MaxWait: maxWait}, clock: clock,
+				p: pace.Pacing{Lateness: 250 * time.Millisecond, MaxWait: maxWait}, clock: clock,
 				late: func() time.Duration {
 					mu.Lock()
 					defer mu.Unlock()
@@ -144,11 +144,11 @@ func ctxDone(done <-chan struct{}) context.Context {
 // TestPacingIsValidated names the field a bad value is in.
 func TestPacingIsValidated(t *testing.T) {
 	for _, tc := range []struct {
-		p    Pacing
+		p    pace.Pacing
 		want string
 	}{
-		{Pacing{Lateness: -time.Second}, "lateness: -1s is negative"},
-		{Pacing{MaxWait: -time.Second}, "max_wait: -1s is negative"},
+		{pace.Pacing{Lateness: -time.Second}, "lateness: -1s is negative"},
+		{pace.Pacing{MaxWait: -time.Second}, "max_wait: -1s is negative"},
 	} {
 		_, err := New(Config{TransactionalID: "x", Pacing: tc.p, ClientOpts: []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}}, nil,
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -171,7 +171,7 @@ func TestLargeFileWaitsOnlyOutsideItsTransaction(t *testing.T) {
 	var waits atomic.Int64
 	in, err := New(Config{
 		ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics,
-		Pacing:  Pacing{Lateness: 250 * time.Millisecond, MaxWait: 5 * time.Millisecond},
+		Pacing:  pace.Pacing{Lateness: 250 * time.Millisecond, MaxWait: 5 * time.Millisecond},
 		Late:    func() time.Duration { return time.Hour },
 		OnPaced: func(time.Duration) { waits.Add(1) },
 	}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -123,8 +123,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if s.cfg.Changes != nil {
 			changed = s.cfg.Changes()
 		}
-		p := s.cfg.Pacing.WithDefaults()
-		pace.Wait(ctx, clockwork.NewRealClock(), s.cfg.Late, p.RecorderLateness, p.MaxWait)
+		pace.Wait(ctx, clockwork.NewRealClock(), s.cfg.Late, s.cfg.Pacing.RecorderLateness, s.cfg.Pacing.MaxWait)
 		started := time.Now()
 		if err := s.Refresh(ctx); err != nil {
 			if ctx.Err() != nil {

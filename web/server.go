@@ -198,6 +198,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 		cfg.Clock = clockwork.NewRealClock()
 	}
 	cfg.Topics = cfg.Topics.WithDefaults()
+	cfg.Pacing = cfg.Pacing.WithDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

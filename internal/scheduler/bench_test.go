@@ -36,10 +36,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// benchBroker starts a broker process persisted under a temporary folder,
-// so that benchmarks measure the engine's memory alone.
-func benchBroker(b *testing.B) []string { return kafkatest.BrokerProcess(b) }
-
 type benchEngine struct {
 	*Engine
 	brokers []string
@@ -196,7 +192,7 @@ func payload(i int) map[string]string {
 func BenchmarkBurst(b *testing.B) {
 	n := *benchBurst
 	for range b.N {
-		be := startBenchEngine(b, benchBroker(b))
+		be := startBenchEngine(b, kafkatest.BrokerProcess(b))
 		due := time.Now().Add(3*time.Second + time.Duration(n/20_000)*time.Second).Truncate(time.Second)
 		be.send(b, n, func(i int) task.Definition {
 			return task.Definition{Host: "bench", Name: "burst-" + strconv.Itoa(i), Action: task.Insert, Topic: "bench",
@@ -224,7 +220,7 @@ func BenchmarkBurst(b *testing.B) {
 func BenchmarkMessageBurst(b *testing.B) {
 	n := *benchBurst
 	for range b.N {
-		brokers := benchBroker(b)
+		brokers := kafkatest.BrokerProcess(b)
 		be := startBenchEngineWith(b, brokers, func(c *Config) { c.ScheduleTopics = []string{"schedules"} })
 		admin, _ := kgo.NewClient(kgo.SeedBrokers(brokers...))
 		if err := kafka.NewTargetTopics(admin, 8, -1, true).Ensure(context.Background(), "schedules"); err != nil {
@@ -267,7 +263,7 @@ func BenchmarkMessageBurst(b *testing.B) {
 func BenchmarkSteady(b *testing.B) {
 	const n = 10_000
 	for range b.N {
-		be := startBenchEngine(b, benchBroker(b))
+		be := startBenchEngine(b, kafkatest.BrokerProcess(b))
 		start := time.Now().Add(5 * time.Second).Truncate(time.Second)
 		be.send(b, n, func(i int) task.Definition {
 			return task.Definition{Host: "bench", Name: "steady-" + strconv.Itoa(i), Action: task.Insert, Topic: "bench",
@@ -288,7 +284,7 @@ func BenchmarkSteady(b *testing.B) {
 func BenchmarkActiveTasks(b *testing.B) {
 	n := *benchActive
 	for range b.N {
-		brokers := benchBroker(b)
+		brokers := kafkatest.BrokerProcess(b)
 		// The commands are produced before the engine starts, and the
 		// producer's memory given back: what is measured is the engine's.
 		feed := &benchEngine{brokers: brokers, topics: record.Topics{}.WithDefaults()}

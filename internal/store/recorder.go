@@ -115,6 +115,7 @@ func NewRecorder(st *Store, cfg RecorderConfig, log *slog.Logger) (*Recorder, er
 		cfg.MaxLogBytes = DefaultMaxLogBytes
 	}
 	cfg.Topics = cfg.Topics.WithDefaults()
+	cfg.Pacing = cfg.Pacing.WithDefaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -245,7 +246,7 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 // RecorderConfig.Late), and adds the outcomes stored to outcomes when it
 // is not nil.
 func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcomes map[string]int) ([]Skipped, error) {
-	p := r.cfg.Pacing.WithDefaults()
+	p := r.cfg.Pacing
 	if r.cfg.Late == nil || p.RecorderLateness <= 0 {
 		return r.apply(ctx, recs, &outcomes)
 	}
