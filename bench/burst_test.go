@@ -96,8 +96,11 @@ func startJobdrop(tb testing.TB, bin, dir, inbox string, brokers []string) strin
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once the process has ended, with its error in
+	// exitErr: the start below and the cleanup both wait on it.
+	exited := make(chan struct{})
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(exited) }()
 	tb.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -111,9 +114,9 @@ func startJobdrop(tb testing.TB, bin, dir, inbox string, brokers []string) strin
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
+		case <-exited:
 			log, _ := os.ReadFile(logf.Name())
-			tb.Fatalf("jobdrop exited before ready: %v\n%s", err, log)
+			tb.Fatalf("jobdrop exited before ready: %v\n%s", exitErr, log)
 		default:
 		}
 		if resp, err := http.Get("http://" + console + "/readyz"); err == nil {
