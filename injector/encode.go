@@ -12,10 +12,10 @@ import (
 // appendDefinition appends the JSON of d to buf: the very bytes
 // json.Marshal(d) gives (field order, omitempty, sorted data keys, the
 // escaping of <, >, &, U+2028, U+2029 and invalid UTF-8), without
-// reflection. A definition with a window or a message, rare in files, is
-// encoded by encoding/json.
+// reflection. A definition with a window, a message or a retry policy,
+// rare in files, is encoded by encoding/json.
 func appendDefinition(buf []byte, d *task.Definition) []byte {
-	if d.Window != nil || d.Message != nil {
+	if d.Window != nil || d.Message != nil || d.Retry != nil {
 		v, err := json.Marshal(d)
 		if err != nil {
 			return append(buf, "null"...)
@@ -79,6 +79,24 @@ func appendDefinition(buf []byte, d *task.Definition) []byte {
 	if d.Timeout != 0 {
 		buf = append(buf, `,"timeout":`...)
 		buf = strconv.AppendInt(buf, d.Timeout, 10)
+	}
+	if len(d.After) > 0 {
+		buf = append(buf, `,"after":[`...)
+		for i, a := range d.After {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendString(buf, a)
+		}
+		buf = append(buf, ']')
+	}
+	if d.On != "" {
+		buf = append(buf, `,"on":`...)
+		buf = appendString(buf, string(d.On))
+	}
+	if d.Delay != 0 {
+		buf = append(buf, `,"delay":`...)
+		buf = strconv.AppendInt(buf, d.Delay, 10)
 	}
 	return append(buf, '}')
 }

@@ -28,6 +28,9 @@ func encodingCases() []task.Definition {
 		{Host: "h", Name: "n", Active: &yes, Timeout: -1, Frequency: &task.Frequency{TimeUnit: "DAYS", Time: -2147483648}},
 		{Host: "h", Name: "n", Window: &task.Window{From: "08:00", To: "18:00", Days: []string{"MON"}}},
 		{Host: "h", Name: "n", Message: &task.Message{Key: []byte("k"), Value: []byte("v")}},
+		{Host: "h", Name: "report", After: []string{"transform", "other/<load>", "é\u2028"}, On: task.OnFailure, Delay: 600_000},
+		{Host: "h", Name: "n", After: []string{}, Delay: -1},
+		{Host: "h", Name: "n", Timeout: 5, Retry: &task.Retry{Attempts: 3, Delay: 1000, Multiplier: 1.5, OnOverdue: true}},
 	}
 }
 

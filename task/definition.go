@@ -22,7 +22,24 @@ const (
 	// Trigger fires the task once now, outside its schedule, without
 	// changing it. Only the key is needed.
 	Trigger Action = "TRIGGER"
+	// Release fires a chained task now, as if its predecessors had just
+	// released it: what an operator does with a chain held by a failure.
+	// Only the key is needed.
+	Release Action = "RELEASE"
+	// SkipRun lets a chained task's current run go without firing: the
+	// predecessors' outcomes it waited on are spent. Only the key is
+	// needed.
+	SkipRun Action = "SKIP"
 )
+
+// OneOff reports whether a command of this action acts once on a task
+// that exists (TRIGGER, RELEASE, SKIP) and leaves its definition as it is.
+func (a Action) OneOff() bool { return a == Trigger || a == Release || a == SkipRun }
+
+// KeyOnly reports whether a command of this action needs only its key.
+func (a Action) KeyOnly() bool {
+	return a == Delete || a.OneOff()
+}
 
 // Misfire says what a task does about occurrences missed while no engine
 // could fire them (downtime, a long pause of the whole group).
@@ -148,6 +165,22 @@ type Definition struct {
 	// Message, when set, is the record the task fires in place of
 	// jobdrop's event: a schedule of kafka-message-scheduler's protocol.
 	Message *Message `json:"message,omitempty"`
+
+	// After names the tasks this one follows (its predecessors): a name
+	// alone is a task of the same host, "host/name" one of another. The
+	// task fires once each time every predecessor's run has ended in the
+	// outcome On waits for, Delay later; with a schedule of its own, an
+	// occurrence waits for them instead (see docs/chains.md).
+	After []string `json:"after,omitempty"`
+	// On is the predecessors' outcome the task waits for: success (the
+	// default), failure or done.
+	On Outcome `json:"on,omitempty"`
+	// Delay, in milliseconds, is the wait between the predecessors'
+	// outcome and the fire.
+	Delay int64 `json:"delay,omitempty"`
+	// Retry fires a failed execution again, as the next attempt of the
+	// same run.
+	Retry *Retry `json:"retry,omitempty"`
 }
 
 // Paused reports whether the task is paused.
@@ -213,8 +246,13 @@ func (d *Definition) When() string {
 		} else {
 			s = fmt.Sprintf("every %d %ss", d.Frequency.Time, unit)
 		}
+	case d.Chained():
+		s = d.chainWhen()
 	default:
 		s = "once"
+	}
+	if d.Chained() && !d.ChainOnly() {
+		s += ", " + d.chainWhen()
 	}
 	if d.End != nil {
 		s += ", until " + Time(*d.End).Format(time.RFC3339)

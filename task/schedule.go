@@ -63,6 +63,8 @@ func (d *Definition) rawNext(anchor, after int64) (int64, bool) {
 			return d.nthDay(anchor, after, k, loc), true
 		}
 		return anchor + k*p, true
+	case d.Chained():
+		return 0, false // released by its predecessors, never by the clock
 	default:
 		return anchor, after < anchor
 	}
@@ -198,7 +200,7 @@ func (d *Definition) StartAfter(anchor, accepted int64) int64 {
 // a paused task fire nothing of their own schedule.
 func (d *Definition) Fires(now int64, n int) []int64 {
 	switch {
-	case d.Action == Delete, d.Action == Trigger, d.Paused():
+	case d.Action.KeyOnly(), d.Paused():
 		return nil
 	}
 	anchor := d.Anchor(now)

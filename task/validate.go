@@ -57,11 +57,11 @@ func (d *Definition) Validate() error {
 	checkName("host", d.Host, false)
 	checkName("name", d.Name, true)
 	switch d.Action {
-	case Insert, Update, Delete, Trigger:
+	case Insert, Update, Delete, Trigger, Release, SkipRun:
 	default:
-		bad("action", string(d.Action), "must be INSERT, UPDATE, DELETE or TRIGGER")
+		bad("action", string(d.Action), "must be INSERT, UPDATE, DELETE, TRIGGER, RELEASE or SKIP")
 	}
-	if d.Action == Delete || d.Action == Trigger {
+	if d.Action.KeyOnly() {
 		return errors.Join(errs...)
 	}
 	checkName("topic", d.Topic, true)
@@ -168,6 +168,7 @@ func (d *Definition) Validate() error {
 	if d.Message != nil {
 		d.validateMessage(bad)
 	}
+	d.validateChain(bad)
 	return errors.Join(errs...)
 }
 

@@ -472,8 +472,10 @@ func effects(rows []previewRow, d record.Diff, lines []string) {
 		r := &rows[i]
 		switch {
 		case r.Err != "":
-		case r.Action == string(task.Trigger):
+		case r.Action == string(task.Trigger) || r.Action == string(task.Release):
 			r.Effect = "fires it now"
+		case r.Action == string(task.SkipRun):
+			r.Effect = "skips its current run"
 		case byRow[r.Line] != "":
 			r.Effect = byRow[r.Line]
 		case whole:

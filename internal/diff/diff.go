@@ -120,13 +120,13 @@ func (p *Plan) Add(c Current) {
 }
 
 // kind says what a row does to the task it names, k (nil when none runs
-// or ran): a DELETE row removes a live task; a TRIGGER row changes
-// nothing; a row identical to the task, running or ended, changes
+// or ran): a DELETE row removes a live task; a TRIGGER, RELEASE or SKIP
+// row changes nothing; a row identical to the task, running or ended, changes
 // nothing (an ended one-shot is not made to fire again); a row different
 // from an ended task, or naming none, adds one.
 func kind(k *known, e Entry) Kind {
 	switch {
-	case e.Action == task.Trigger:
+	case e.Action.OneOff():
 		return Unchanged
 	case e.Action == task.Delete:
 		if k == nil || !k.live {
@@ -196,7 +196,7 @@ func (p *Plan) Command(d task.Definition) *task.Definition {
 	k := p.tasks[d.Key()]
 	switch kind(k, EntryOf(&d)) {
 	case Unchanged:
-		if d.Action == task.Trigger {
+		if d.Action.OneOff() {
 			return &d
 		}
 		return nil

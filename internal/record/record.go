@@ -92,6 +92,8 @@ type State struct {
 	// Format is FormatAvro for a task whose command came as
 	// light-scheduler's Avro: its fired events are Avro too. Empty: JSON.
 	Format string `json:"format,omitempty"`
+	// Chain is where a chained task stands with its predecessors.
+	Chain *Chain `json:"chain,omitempty"`
 }
 
 // FormatAvro is State.Format of a task that came as light-scheduler's
@@ -141,9 +143,16 @@ type Fired struct {
 	ScheduledAt int64             `json:"scheduledAt"`
 	FiredAt     int64             `json:"firedAt"`
 	FireID      string            `json:"fireId"`
-	// Triggered marks a fire asked for by hand (TRIGGER), outside the
-	// schedule.
+	// Triggered marks a fire asked for by hand (TRIGGER or RELEASE),
+	// outside the schedule.
 	Triggered bool `json:"triggered,omitempty"`
+	// Attempt is the attempt of a retry (2 for the first retry), Run the
+	// fire id of its run's first attempt; both absent on a first attempt.
+	Attempt int    `json:"attempt,omitempty"`
+	Run     string `json:"run,omitempty"`
+	// After lists the runs of the predecessors (their first attempts'
+	// fire ids) that released a chained task's fire.
+	After []string `json:"after,omitempty"`
 }
 
 // Execution is the value of a record on the executions topic, keyed by

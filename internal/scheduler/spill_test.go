@@ -71,7 +71,7 @@ func TestSpillReadsBackWhatItKeeps(t *testing.T) {
 // field would share one shape.
 func TestShapeKeyCoversDefinition(t *testing.T) {
 	known := []string{"Host", "Name", "Action", "Frequency", "Topic", "Start", "Data", "Cron", "CronDialect", "Rrule", "Timezone",
-		"End", "Window", "Misfire", "Active", "Timeout", "Message"}
+		"End", "Window", "Misfire", "Active", "Timeout", "Message", "After", "On", "Delay", "Retry"}
 	typ := reflect.TypeFor[task.Definition]()
 	var fields []string
 	for i := range typ.NumField() {

@@ -413,6 +413,10 @@ type shapeKey struct {
 	active                                                       int8 // 0 absent, 1 true, 2 false
 	timeout                                                      int64
 	message                                                      bool // its payload is a message (splitPayload)
+	after, on                                                    string
+	delay                                                        int64
+	retry                                                        task.Retry
+	hasRetry                                                     bool
 }
 
 func keyOf(d *task.Definition) shapeKey {
@@ -426,6 +430,12 @@ func keyOf(d *task.Definition) shapeKey {
 	}
 	if d.Window != nil {
 		k.hasWindow, k.from, k.to, k.days = true, d.Window.From, d.Window.To, strings.Join(d.Window.Days, ",")
+	}
+	if len(d.After) > 0 {
+		k.after, k.on, k.delay = strings.Join(d.After, "\x00"), string(d.On), d.Delay
+	}
+	if d.Retry != nil {
+		k.hasRetry, k.retry = true, *d.Retry
 	}
 	if d.Active != nil {
 		k.active = 2
