@@ -46,3 +46,32 @@ func StatusRecords(topics record.Topics, actor string, s record.Status, at time.
 		AuditRecord(topics.Audit, a),
 	}
 }
+
+// LinkRecord is the record, on the input topic, that tells the
+// predecessor pred's partition that the task follower follows it (add)
+// or no longer does: its runs are then watched, and their outcomes sent
+// to follower (see docs/chains.md). Whoever writes a chained task's
+// command writes its links before it, in the same transaction, so that a
+// predecessor created with it is watched from its first fire.
+func LinkRecord(topic, pred, follower string, add bool) *kgo.Record {
+	v, _ := json.Marshal(record.Link{Follower: follower})
+	op := record.LinkRemove
+	if add {
+		op = record.LinkAdd
+	}
+	return &kgo.Record{Topic: topic, Key: []byte(pred), Value: v,
+		Headers: []kgo.RecordHeader{{Key: record.HeaderLink, Value: []byte(op)}}}
+}
+
+// LinkRecords are the link records of a chained command d: one per
+// predecessor it names, none for a command that is no definition.
+func LinkRecords(topic string, d *task.Definition) []*kgo.Record {
+	if d.Action.KeyOnly() {
+		return nil
+	}
+	var recs []*kgo.Record
+	for _, pred := range d.Predecessors() {
+		recs = append(recs, LinkRecord(topic, pred, d.Key(), true))
+	}
+	return recs
+}
