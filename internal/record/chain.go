@@ -37,13 +37,14 @@ type Link struct {
 
 // Outcome is the value of an outcome record: the run Run of the
 // predecessor Pred ended in Status (SUCCESS or FAILED) at At, through its
-// attempt Fire.
+// attempt Fire, whose worker said Message.
 type Outcome struct {
-	Pred   string `json:"pred"`
-	Run    string `json:"run"`
-	Fire   string `json:"fire"`
-	Status string `json:"status"`
-	At     int64  `json:"at"`
+	Pred    string `json:"pred"`
+	Run     string `json:"run"`
+	Fire    string `json:"fire"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+	At      int64  `json:"at"`
 }
 
 // HeaderFireAttempt on a fired event is its attempt when it is a retry

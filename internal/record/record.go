@@ -174,6 +174,10 @@ type Execution struct {
 	// missed occurrence, how many it stands for, itself included (as
 	// HeaderFireCollapsed says on its event); zero otherwise.
 	Collapsed int `json:"collapsed,omitempty"`
+	// Attempt, Run and After are the fired event's (see Fired).
+	Attempt int      `json:"attempt,omitempty"`
+	Run     string   `json:"run,omitempty"`
+	After   []string `json:"after,omitempty"`
 }
 
 // Execution statuses. FIRED is implied by the execution record; the others

@@ -15,6 +15,15 @@ import (
 // apply changes the in-memory tasks for one command. Commands from files are
 // audited by the file's own record; others (API, console) one by one.
 func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *change) error {
+	for _, h := range rec.Headers {
+		switch h.Key {
+		case record.HeaderLink:
+			r.applyLink(rec, string(h.Value), c)
+			return nil
+		case record.HeaderOutcome:
+			return r.applyOutcome(ctx, rec, now, c)
+		}
+	}
 	if notCommand(rec) {
 		// A task whose target is the input topic itself, as in
 		// light-scheduler's own example: its events are no commands. A
@@ -61,8 +70,24 @@ func (r *runner) apply(ctx context.Context, rec *kgo.Record, now int64, c *chang
 		if err := r.trigger(ctx, c, rec, &d, i, key, now); err != nil {
 			return err
 		}
+	case task.Release:
+		action = record.ActionTaskReleased
+		if !exists {
+			outcome, detail = record.OutcomeRejected, "no such task"
+			break
+		}
+		if outcome, detail, err = r.releaseCommand(ctx, c, rec, i, key, now); err != nil {
+			return err
+		}
+	case task.SkipRun:
+		action = record.ActionTaskRunSkipped
+		if !exists {
+			outcome, detail = record.OutcomeRejected, "no such task"
+			break
+		}
+		outcome, detail = r.skipCommand(c, i, key)
 	default:
-		if action, outcome, detail, err = r.define(c, rec, cmd.format, src, key, &d, data, i, exists, now); err != nil {
+		if action, outcome, detail, err = r.define(ctx, c, rec, cmd.format, src, key, &d, data, i, exists, now); err != nil {
 			return err
 		}
 	}
@@ -92,6 +117,7 @@ func (r *runner) trigger(ctx context.Context, c *change, rec *kgo.Record, d *tas
 		return err
 	}
 	f := r.newFire(ctx, i, key, data, now)
+	r.tasks.at(i).fireCount++
 	f.fireID = record.TriggerFireID(d.Host, d.Name, rec.Partition, rec.Offset)
 	f.triggered = true
 	c.fires = append(c.fires, f)
@@ -102,7 +128,7 @@ func (r *runner) trigger(ctx context.Context, c *change, rec *kgo.Record, d *tas
 // define creates or replaces the task with key of definition d and data,
 // sent by rec from src in format; slot i holds it already when it exists.
 // It returns the action, outcome and detail of the command's audit event.
-func (r *runner) define(c *change, rec *kgo.Record, format string, src record.Source, key string, d *task.Definition, data []byte, i int32, exists bool, now int64) (action, outcome, detail string, err error) {
+func (r *runner) define(ctx context.Context, c *change, rec *kgo.Record, format string, src record.Source, key string, d *task.Definition, data []byte, i int32, exists bool, now int64) (action, outcome, detail string, err error) {
 	t := r.tasks
 	action, outcome = record.ActionTaskCreated, record.OutcomeOK
 	var old task.Definition
@@ -148,10 +174,37 @@ func (r *runner) define(c *change, rec *kgo.Record, format string, src record.So
 	if ok && !d.Paused() {
 		st.NextFire = n
 	}
+	if d.Chained() {
+		if exists {
+			st.Chain = pruneChain(t.chain(i), d)
+		} else {
+			st.Chain = &record.Chain{}
+		}
+		if rel := st.Chain.Release; rel != nil && !d.Paused() {
+			st.NextFire = rel.At
+		}
+	}
+	if d.Chained() || old.Chained() {
+		var was *task.Definition
+		if exists {
+			was = &old
+		}
+		r.relink(c, key, was, d)
+	}
 	if i, err = t.set(key, d, &st, data); err != nil {
 		return "", "", "", err
 	}
+	if !d.Paused() {
+		r.resumeRuns(key, now)
+	}
 	switch {
+	case d.ChainOnly():
+		if st.NextFire > 0 {
+			t.schedule(i)
+		} else {
+			t.unschedule(i)
+		}
+		c.touch(i, key)
 	case !ok:
 		c.touch(i, key) // set just now: its state is not written yet
 		if err := r.finish(c, i, key, record.EndCompleted, now); err != nil {
@@ -164,6 +217,11 @@ func (r *runner) define(c *change, rec *kgo.Record, format string, src record.So
 	default:
 		t.schedule(i)
 		c.touch(i, key)
+	}
+	if d.Chained() {
+		if err := r.evaluate(ctx, c, i, key, now, ""); err != nil {
+			return "", "", "", err
+		}
 	}
 	return action, outcome, detail, nil
 }

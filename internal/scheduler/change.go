@@ -13,10 +13,16 @@ type change struct {
 	// forwards are commands written again onto the input topic, keyed as
 	// the task's other commands are (see rekeyAvro).
 	forwards []*kgo.Record
+	// status holds the next offset of each status partition read in
+	// this transaction.
+	status map[int32]int64
+	// runs and links are the run and link records to write.
+	runs  []runWrite
+	links []linkWrite
 }
 
 func newChange() *change {
-	return &change{dirty: map[int32]struct{}{}, ended: map[string]ending{}}
+	return &change{dirty: map[int32]struct{}{}, ended: map[string]ending{}, status: map[int32]int64{}}
 }
 
 // ending is how a task ends: why, and its last state when that is not
@@ -38,6 +44,9 @@ func (c *change) touch(i int32, key string) {
 // (a one-shot already past, fired at once) keeps its definition and the
 // file it came from for every reader of the state topic.
 func (r *runner) finish(c *change, i int32, key, reason string, now int64) error {
+	if d := r.tasks.shape(i); d.Chained() {
+		r.relink(c, key, d, nil)
+	}
 	var final []byte
 	if _, dirty := c.dirty[i]; dirty {
 		_, data, err := r.tasks.read(i)

@@ -36,11 +36,16 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		return err
 	}
 	r.next = next
+	for p, o := range c.status {
+		r.statusNext[p] = o
+	}
+	r.checkpointed = true
 	r.active.Store(int64(t.n))
 	r.paused.Store(int64(t.paused))
 	if err := t.compact(); err != nil {
 		return err
 	}
+	r.committedRuns(c)
 	r.committed(c)
 	return nil
 }
@@ -50,6 +55,12 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 func (r *runner) applyAll(ctx context.Context, cmds []*kgo.Record, now int64, c *change) (next int64, err error) {
 	next = r.next
 	for _, rec := range cmds {
+		if rec.Topic == r.e.cfg.Topics.Status {
+			if err := r.applyStatus(rec, now, c); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if rec.Offset < next {
 			continue // already applied before a restore
 		}
@@ -62,8 +73,11 @@ func (r *runner) applyAll(ctx context.Context, cmds []*kgo.Record, now int64, c 
 }
 
 // fireDue adds to c the fires of the tasks due at now, as many as one
-// transaction takes.
+// transaction takes, and what the runs' timers due call for.
 func (r *runner) fireDue(ctx context.Context, c *change, now int64) error {
+	if err := r.fireRunsDue(ctx, c, now); err != nil {
+		return err
+	}
 	t := r.tasks
 	for len(c.fires) < r.e.cfg.MaxFiresPerTxn {
 		i, due, ok := t.next()
@@ -87,6 +101,10 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 	}
 	key := string(k)
 	s := t.at(i)
+	if t.shape(i).ChainOnly() {
+		r.fireRelease(ctx, c, i, key, data)
+		return nil
+	}
 	b := &before{slot: *s}
 	var at, following int64
 	var fire, more bool
@@ -106,9 +124,14 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 			stands = t.shape(i).Occurrences(s.anchor, s.nextFire, at)
 		}
 	}
+	var after []string
+	if fire && t.shape(i).Chained() && b.fault == nil {
+		after, fire = r.gate(c, i, key, at, now)
+	}
 	if fire {
 		f := r.newFire(ctx, i, key, data, at)
-		f.before, f.retried = b, b.fault
+		s.fireCount++
+		f.before, f.retried, f.after = b, b.fault, after
 		if stands > 1 {
 			f.collapsed = stands
 		}
@@ -118,6 +141,14 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 	if more {
 		s.nextFire = following
 		t.schedule(i)
+		c.touch(i, key)
+		return nil
+	}
+	if fire && t.shape(i).Retry != nil {
+		// Its last occurrence may still be fired again: the task ends
+		// with its run (see endRun).
+		s.nextFire = 0
+		t.unschedule(i)
 		c.touch(i, key)
 		return nil
 	}
@@ -180,15 +211,15 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 	if err := r.writeState(c, now, produce); err != nil {
 		return err
 	}
+	r.writeRuns(c, now, produce)
 	for _, a := range c.audits {
 		produce(a)
 	}
 	for _, f := range c.forwards {
 		produce(f)
 	}
-	if next != r.next {
-		v := encode(checkpoint{InputOffset: next})
-		produce(r.stateRecord(keyCheckpoint, v))
+	if next != r.next || len(c.status) > 0 || !r.checkpointed {
+		produce(r.stateRecord(keyCheckpoint, encode(r.checkpoint(next, c))))
 	}
 	if hook := testHookBeforeCommit; hook != nil && len(c.fires) > 0 && hook(r.p, len(c.fires)) {
 		r.crashed = true
@@ -264,7 +295,7 @@ func (r *runner) writeExecutions(c *change, now int64, produce func(*kgo.Record)
 		d := f.shape
 		x := record.Execution{FireID: f.fireID, Host: d.Host, Name: f.name(), Topic: d.Topic,
 			Partition: f.partition, Offset: f.offset, ScheduledAt: f.scheduled, FiredAt: now, Batch: f.src.batch,
-			Timeout: d.Timeout, Collapsed: f.collapsed}
+			Timeout: d.Timeout, Collapsed: f.collapsed, Attempt: f.attempt, Run: f.run, After: f.after}
 		if f.refused != nil {
 			x.Partition, x.Offset = -1, -1
 		}
@@ -314,7 +345,7 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 	}
 	d, name := f.shape, f.name()
 	v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
-		FiredAt: now, FireID: f.fireID, Triggered: f.triggered}, Data: f.data})
+		FiredAt: now, FireID: f.fireID, Triggered: f.triggered, Attempt: f.attempt, Run: f.run, After: f.after}, Data: f.data})
 	rec := &kgo.Record{
 		Topic: d.Topic, Key: []byte(f.key), Value: v,
 		Headers: []kgo.RecordHeader{
@@ -326,6 +357,9 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 	}
 	if f.collapsed > 0 {
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireCollapsed, Value: []byte(strconv.Itoa(f.collapsed))})
+	}
+	if f.attempt > 1 {
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireAttempt, Value: []byte(strconv.Itoa(f.attempt))})
 	}
 	if f.avro != nil {
 		rec.Key, rec.Value = f.avro.key, f.avro.value

@@ -45,6 +45,18 @@ type fire struct {
 	// refused is set once the fire is known refused for its task's own
 	// reason: it is not written again in this transaction.
 	refused *refusal
+
+	// watched marks a fire whose run the engine follows (runs.go);
+	// runAfter is that run once the fire is written.
+	watched  bool
+	runAfter *run
+	// attempt and run are a retry's (attempt 2 or more, and its run's
+	// first fire id); retryOf is the run it continues.
+	attempt int
+	run     string
+	retryOf *run
+	// after are the predecessors' runs that released a chained task.
+	after []string
 }
 
 // before is a task's slot and fault before a scheduled fire changed them.
@@ -55,12 +67,13 @@ type before struct {
 
 func (f *fire) name() string { return f.key[len(f.shape.Host)+1:] }
 
-// newFire counts a fire at the scheduled time at of slot i, whose task has
-// key and data.
+// newFire is a fire at the scheduled time at of slot i, whose task has
+// key and data; the caller counts it when it is an occurrence.
 func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, at int64) *fire {
 	t := r.tasks
 	s := t.at(i)
 	f := &fire{key: key, data: bytes.Clone(data), shape: t.shape(i), src: t.source(i), scheduled: at}
+	f.watched = r.runs.watched(key, f.shape)
 	f.fireID = record.FireID(f.shape.Host, f.name(), at)
 	if err := r.e.cfg.Targets.Ensure(ctx, f.shape.Topic); err != nil {
 		f.err = fmt.Errorf("%w: %w", errTarget, err)
@@ -71,6 +84,5 @@ func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, 
 	if s.avro {
 		r.encodeAvro(ctx, f)
 	}
-	s.fireCount++
 	return f
 }

@@ -78,7 +78,7 @@ func (r *runner) loop(ctx context.Context) error {
 			}
 		}
 		now := clock.Now().UnixMilli()
-		_, due, scheduled := r.tasks.next()
+		due, scheduled := r.nextDue()
 		if scheduled {
 			r.due.Store(due)
 		} else {
@@ -125,6 +125,16 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		timer.Stop()
 	}
+}
+
+// nextDue is when the runner next has something to fire: a task's
+// occurrence, or a run's retry or deadline.
+func (r *runner) nextDue() (int64, bool) {
+	_, due, ok := r.tasks.next()
+	if _, at, timed := r.runs.next(); timed && (!ok || at < due) {
+		return at, true
+	}
+	return due, ok
 }
 
 // step is what the loop does next.

@@ -103,9 +103,20 @@ func (r *runner) refuse(c *change, f *fire, now int64) error {
 	if err != nil {
 		return err
 	}
-	if f.triggered {
-		// Asked for by hand, outside the schedule: not retried; the
-		// operator sees it FAILED and may trigger again.
+	if u := f.retryOf; u != nil {
+		// A worker's retry the brokers refused: the run's next attempt
+		// waits as a refused fire does, with the attempt unspent.
+		u.RetryAt = now + pol.wait(1).Milliseconds()
+		r.runs.arm(u)
+		c.runs = append(c.runs, runWrite{id: u.Run, run: u})
+		c.audits = append(c.audits, r.engineAudit(record.ActionTaskFireRefused, f.key, f.fireID, record.OutcomeFailed,
+			fmt.Sprintf("attempt %d %s; tried again at %s", f.attempt, ref.message(0), formatMillis(u.RetryAt)), now))
+		return nil
+	}
+	if f.triggered || f.before == nil {
+		// Asked for by hand, outside the schedule, or released by a
+		// chain: not retried; the operator sees it FAILED and may
+		// trigger (or release) again.
 		if exists {
 			t.at(i).fireCount--
 			c.touch(i, f.key)

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
@@ -56,6 +57,22 @@ type owner struct {
 type checkpoint struct {
 	// InputOffset is the next input offset to apply.
 	InputOffset int64 `json:"inputOffset"`
+	// Status holds the next offset to read of each partition of the
+	// status topic.
+	Status map[int32]int64 `json:"status,omitempty"`
+}
+
+// checkpoint is the checkpoint of a transaction of change c that applies
+// the input up to next.
+func (r *runner) checkpoint(next int64, c *change) checkpoint {
+	cp := checkpoint{InputOffset: next, Status: make(map[int32]int64, len(r.statusNext))}
+	for p, o := range r.statusNext {
+		cp.Status[p] = o
+	}
+	for p, o := range c.status {
+		cp.Status[p] = o
+	}
+	return cp
 }
 
 // runner owns one input partition: its tasks, its transactional producer and
@@ -72,6 +89,13 @@ type runner struct {
 	cons  *kgo.Client
 	tasks *table
 	next  int64 // next input offset to apply
+	// statusNext is the next offset to apply of each status partition;
+	// checkpointed says whether this session committed a checkpoint yet
+	// (its first transaction writes one, so that the status offsets it
+	// started from are known to the next owner).
+	statusNext   map[int32]int64
+	checkpointed bool
+	runs         *runs
 
 	crashed bool // set by testHookBeforeCommit
 
@@ -184,9 +208,18 @@ func (r *runner) session(ctx context.Context) error {
 	}
 	r.active.Store(int64(r.tasks.n))
 	r.paused.Store(int64(r.tasks.paused))
-	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "duration_ms", time.Since(start).Milliseconds())
+	if err := r.statusFrom(ctx); err != nil {
+		return fmt.Errorf("status topic: %w", err)
+	}
+	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "runs", len(r.runs.byRun),
+		"duration_ms", time.Since(start).Milliseconds())
 	r.cons.RemoveConsumePartitions(map[string][]int32{cfg.Topics.State: {r.p}})
-	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)}})
+	status := make(map[int32]kgo.Offset, len(r.statusNext))
+	for p, o := range r.statusNext {
+		status[p] = kgo.NewOffset().At(o)
+	}
+	r.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topics.Input: {r.p: kgo.NewOffset().At(r.next)},
+		cfg.Topics.Status: status})
 	return r.loop(ctx)
 }
 
@@ -212,7 +245,10 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 		return err
 	}
 	r.tasks = newTable(sp)
+	r.runs = newRuns()
 	r.next = 0
+	r.statusNext = map[int32]int64{}
+	r.checkpointed = false
 	var failed error
 	for {
 		fs := r.cons.PollFetches(ctx)
@@ -238,8 +274,15 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 				var c checkpoint
 				if err := json.Unmarshal(rec.Value, &c); err == nil {
 					r.next = c.InputOffset
+					if c.Status != nil {
+						r.statusNext = c.Status
+					}
 				}
 			default:
+				if ok, err := r.runs.restoreRecord(key, rec.Value); ok {
+					failed = err
+					return
+				}
 				if rec.Value == nil {
 					i, ok, err := r.tasks.find(key)
 					if ok {
@@ -264,6 +307,26 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 		}
 	}
 	r.tasks.scheduleAll()
+	return nil
+}
+
+// statusFrom completes the offsets the runner reads the status topic
+// from: a partition its checkpoint does not know (a new partition, or a
+// first start) is read from its last stable offset, since no run the
+// partition's earlier owners watched can have a status there.
+func (r *runner) statusFrom(ctx context.Context) error {
+	ends, err := kadm.NewClient(r.prod).ListCommittedOffsets(ctx, r.e.cfg.Topics.Status)
+	if err != nil {
+		return err
+	}
+	if err := ends.Error(); err != nil {
+		return err
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if _, ok := r.statusNext[o.Partition]; !ok {
+			r.statusNext[o.Partition] = o.Offset
+		}
+	})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"container/heap"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/jobdrop/jobdrop/internal/record"
@@ -36,6 +37,9 @@ type table struct {
 	// those the fault policy paused.
 	faults map[int32]record.Fault
 	paused int
+	// chains holds where the chained tasks stand with their
+	// predecessors, by slot: few tasks are chained.
+	chains map[int32]*record.Chain
 }
 
 // chunkSlots is how many slots are allocated at once: growing by chunks
@@ -71,7 +75,7 @@ type source struct {
 
 func newTable(sp *spill) *table {
 	seed := maphash.MakeSeed()
-	t := &table{byHash: map[uint32]int32{}, spill: sp, faults: map[int32]record.Fault{},
+	t := &table{byHash: map[uint32]int32{}, spill: sp, faults: map[int32]record.Fault{}, chains: map[int32]*record.Chain{},
 		hash: func(key string) uint32 { return uint32(maphash.String(seed, key)) }}
 	t.order.t = t
 	t.shapes.init()
@@ -156,7 +160,21 @@ func (t *table) set(key string, d *task.Definition, st *record.State, data []byt
 	src := source{batch: st.Source.Batch, file: st.Source.File, folder: st.Source.Folder, actor: st.Source.Actor}
 	s.src = t.sources.add(src, func() source { return src })
 	t.setFault(i, st.Fault)
+	t.setChain(i, st.Chain)
 	return i, nil
+}
+
+// chain is where the chained task of slot i stands; nil for a task that
+// follows none, or none has released yet.
+func (t *table) chain(i int32) *record.Chain { return t.chains[i] }
+
+// setChain records the chain of slot i; nil clears it.
+func (t *table) setChain(i int32, ch *record.Chain) {
+	if ch == nil {
+		delete(t.chains, i)
+		return
+	}
+	t.chains[i] = ch
 }
 
 // fault is the refused occurrence of slot i, if any.
@@ -219,6 +237,7 @@ func (t *table) remove(i int32, key string) {
 	t.shapes.release(s.shape)
 	t.sources.release(s.src)
 	t.setFault(i, nil)
+	t.setChain(i, nil)
 	*s = slot{shape: -1, heapAt: -1, sameHash: -1}
 	t.free = append(t.free, i)
 	t.n--
@@ -256,6 +275,11 @@ func (t *table) state(i int32, key string, now int64) record.State {
 	}
 	if f, ok := t.faults[i]; ok {
 		st.Fault = &f
+	}
+	if ch, ok := t.chains[i]; ok {
+		c := *ch
+		c.Preds = slices.Clone(ch.Preds)
+		st.Chain = &c
 	}
 	if s.avro {
 		st.Format = record.FormatAvro
