@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,5 +286,177 @@ func TestRetryFiresFailedRunAgainAcrossARestart(t *testing.T) {
 	}
 	if len(attempts) != 3 {
 		t.Errorf("executions of flaky's attempts: %v", attempts)
+	}
+}
+
+func TestChainGateDelayAndErrorHandler(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	h.start()
+	load := every("load", t0.Add(time.Second), task.Hours, 1)
+	// report has a schedule of its own: each occurrence waits for load.
+	report := every("report", t0.Add(2*time.Second), task.Seconds, 60)
+	report.After = []string{"load"}
+	// archive follows load 10s after it succeeds; alert only if it fails.
+	archive := task.Definition{Host: "acme", Name: "archive", Action: task.Insert, Topic: "jobs", After: []string{"load"}, Delay: 10_000}
+	alert := task.Definition{Host: "acme", Name: "alert", Action: task.Insert, Topic: "jobs", After: []string{"load"}, On: task.OnFailure}
+	h.sendChained(load, report, archive, alert)
+
+	h.advanceTo(t0.Add(time.Second))
+	ld := h.waitFor(jobs, "load", 1)
+	h.advanceTo(t0.Add(2 * time.Second)) // report's occurrence comes before load ended
+	kafkatest.Eventually(t, 30*time.Second, "report waiting", func() bool {
+		st := h.stateOf("acme/report")
+		return st.Chain != nil && st.Chain.Waiting == t0.Add(2*time.Second).UnixMilli()
+	})
+	if n := len(firedOn(t, jobs).byName["report"]); n != 0 {
+		t.Fatalf("report fired %d times before load ended", n)
+	}
+	h.clock.Advance(3 * time.Second) // load ends at t0+5s
+	h.report(ld.FireID, record.StatusSuccess)
+	rp := h.waitFor(jobs, "report", 1)
+	if rp.ScheduledAt != t0.Add(2*time.Second).UnixMilli() || rp.FireID != record.FireID("acme", "report", rp.ScheduledAt) ||
+		!slices.Equal(rp.After, []string{ld.FireID}) {
+		t.Errorf("the waiting occurrence fired as %+v", rp)
+	}
+	if rp.FiredAt != t0.Add(5*time.Second).UnixMilli() {
+		t.Errorf("report fired at %d, want when load ended", rp.FiredAt)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "archive's release on its way", func() bool {
+		st := h.stateOf("acme/archive")
+		return st.Chain != nil && st.Chain.Release != nil
+	})
+	h.advanceTo(t0.Add(15*time.Second - time.Millisecond))
+	if n := len(firedOn(t, jobs).byName["archive"]); n != 0 {
+		t.Fatalf("archive fired before its delay")
+	}
+	h.advanceTo(t0.Add(15 * time.Second))
+	ar := h.waitFor(jobs, "archive", 1)
+	if ar.ScheduledAt != t0.Add(15*time.Second).UnixMilli() {
+		t.Errorf("archive scheduled at %d, want 10s after load ended", ar.ScheduledAt)
+	}
+	// The next occurrence of report finds load's run spent: it waits.
+	h.advanceTo(t0.Add(62 * time.Second))
+	h.waitIdle()
+	got := firedOn(t, jobs).byName
+	if len(got["report"]) != 1 || len(got["alert"]) != 0 || len(got["archive"]) != 1 {
+		t.Fatalf("fired report %d, alert %d, archive %d times; want 1, 0, 1", len(got["report"]), len(got["alert"]), len(got["archive"]))
+	}
+	if st := h.stateOf("acme/alert"); st.Chain == nil || st.Chain.Held != "" {
+		t.Errorf("alert after load succeeded: %+v", st.Chain)
+	}
+	// A run of load that fails releases alert, and holds archive.
+	h.send(task.Definition{Host: "acme", Name: "load", Action: task.Trigger})
+	ld2 := h.waitFor(jobs, "load", 2)
+	h.report(ld2.FireID, record.StatusFailed)
+	al := h.waitFor(jobs, "alert", 1)
+	if !slices.Equal(al.After, []string{ld2.FireID}) {
+		t.Errorf("alert released by %v", al.After)
+	}
+	kafkatest.Eventually(t, 30*time.Second, "archive held", func() bool {
+		st := h.stateOf("acme/archive")
+		return st.Chain != nil && st.Chain.Held != ""
+	})
+	h.send(task.Definition{Host: "acme", Name: "archive", Action: task.SkipRun})
+	kafkatest.Eventually(t, 30*time.Second, "archive's run skipped", func() bool {
+		st := h.stateOf("acme/archive")
+		return st.Chain != nil && st.Chain.Held == ""
+	})
+	h.waitIdle()
+	if n := len(firedOn(t, jobs).byName["archive"]); n != 1 {
+		t.Errorf("archive fired %d times after its run was skipped, want 1", n)
+	}
+}
+
+func TestRetryOnOverdue(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	h.start()
+	slow := every("slow", t0.Add(time.Second), task.Hours, 1)
+	slow.Timeout = 5000
+	slow.Retry = &task.Retry{Attempts: 2, Delay: 1000, OnOverdue: true}
+	h.sendChained(slow)
+	h.advanceTo(t0.Add(time.Second))
+	a1 := h.waitFor(jobs, "slow", 1)
+	h.advanceTo(t0.Add(6 * time.Second)) // past the timeout: attempt 1 counts as failed
+	h.waitAudits(record.ActionTaskRetryScheduled, 1)
+	h.advanceTo(t0.Add(7 * time.Second))
+	a2 := h.waitFor(jobs, "slow", 2)
+	if a2.Attempt != 2 || a2.Run != a1.FireID {
+		t.Errorf("second attempt %+v", a2)
+	}
+	h.report(a1.FireID, record.StatusSuccess) // too late: that attempt was given up
+	h.advanceTo(t0.Add(12 * time.Second))     // the last attempt overdue too: the run failed
+	h.waitAudits(record.ActionTaskRunFailed, 1)
+	h.waitIdle()
+	if n := len(firedOn(t, jobs).byName["slow"]); n != 2 {
+		t.Errorf("slow fired %d times, want 2", n)
+	}
+}
+
+// TestChainsFireOnceAcrossCrashes kills every runner in the middle of
+// its chain's transactions, those that read the predecessors' statuses
+// and send their outcomes, and those that release the successors, and
+// has fresh engines take over: every successor fires once per run of its
+// predecessor.
+func TestChainsFireOnceAcrossCrashes(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	const pairs = 40
+	var defs []task.Definition
+	for i := range pairs {
+		a := every(fmt.Sprintf("a-%02d", i), t0.Add(time.Second), task.Seconds, 10)
+		b := task.Definition{Host: "acme", Name: fmt.Sprintf("b-%02d", i), Action: task.Insert, Topic: "jobs", After: []string{a.Name}}
+		defs = append(defs, a, b)
+	}
+	e := h.start()
+	h.sendChained(defs...)
+	kafkatest.Eventually(t, 30*time.Second, "tasks active", func() bool { return e.ActiveTasks() == 2*pairs })
+	for run := 1; run <= 2; run++ {
+		h.advanceTo(t0.Add(time.Duration(1+10*(run-1)) * time.Second))
+		h.waitFired(jobs, run*2*pairs-pairs)
+		var mu sync.Mutex
+		crashes := 0
+		testHookBeforeCommit = func(p int32, fires int) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			crashes++
+			return crashes <= 3 // the first three chain transactions die
+		}
+		var as []record.Fired
+		for _, fs := range firedOn(t, jobs).byName {
+			if strings.HasPrefix(fs[len(fs)-1].Name, "a-") {
+				as = append(as, fs[len(fs)-1])
+			}
+		}
+		for _, a := range as {
+			h.report(a.FireID, record.StatusSuccess)
+		}
+		kafkatest.Eventually(t, 30*time.Second, "three crashes", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return crashes >= 3
+		})
+		e.stop()
+		testHookBeforeCommit = nil
+		for _, a := range as[:5] {
+			h.report(a.FireID, record.StatusSuccess) // reported again while no engine runs
+		}
+		e = h.start()
+		h.waitFired(jobs, run*2*pairs)
+	}
+	h.advanceTo(t0.Add(15 * time.Second))
+	h.waitIdle()
+	e.stop()
+	got := firedOn(t, jobs).byName
+	for i := range pairs {
+		if a, b := got[fmt.Sprintf("a-%02d", i)], got[fmt.Sprintf("b-%02d", i)]; len(a) != 2 || len(b) != 2 {
+			t.Errorf("pair %d: a fired %d times, b %d, want 2 each", i, len(a), len(b))
+		} else if !slices.Equal(b[0].After, []string{a[0].FireID}) || !slices.Equal(b[1].After, []string{a[1].FireID}) {
+			t.Errorf("pair %d: b released by %v and %v", i, b[0].After, b[1].After)
+		}
 	}
 }

@@ -221,7 +221,8 @@ func (r *runner) write(ctx context.Context, c *change, now, next int64, produce 
 	if next != r.next || len(c.status) > 0 || !r.checkpointed {
 		produce(r.stateRecord(keyCheckpoint, encode(r.checkpoint(next, c))))
 	}
-	if hook := testHookBeforeCommit; hook != nil && len(c.fires) > 0 && hook(r.p, len(c.fires)) {
+	chainWork := len(c.forwards) > 0 || len(c.runs) > 0
+	if hook := testHookBeforeCommit; hook != nil && (len(c.fires) > 0 || chainWork) && hook(r.p, len(c.fires)) {
 		r.crashed = true
 	}
 	return nil

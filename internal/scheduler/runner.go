@@ -45,8 +45,10 @@ var errFenced = errors.New("fenced: another instance owns the partition")
 // testHookBeforeCommit to leave a transaction open and never ended.
 var errCrashed = errors.New("crashed")
 
-// testHookBeforeCommit, when set by a test, runs after a fire transaction is
-// written and before it is committed; returning true kills the runner there.
+// testHookBeforeCommit, when set by a test, runs after a transaction that
+// fires or carries a chain's work (runs, outcomes, links) is written and
+// before it is committed, with the number of fires; returning true kills
+// the runner there.
 var testHookBeforeCommit func(p int32, fires int) bool
 
 type owner struct {

@@ -260,7 +260,7 @@ func TestFreshEngineAfterCrashMidFireFiresEachOccurrenceOnce(t *testing.T) {
 	testHookBeforeCommit = func(p int32, fires int) bool {
 		mu.Lock()
 		defer mu.Unlock()
-		if crashed[p] {
+		if fires == 0 || crashed[p] {
 			return false
 		}
 		crashed[p] = true

@@ -235,4 +235,3 @@ func (r *runner) relink(c *change, key string, old, d *task.Definition) {
 		}
 	}
 }
-
