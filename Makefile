@@ -50,10 +50,10 @@ bench: ## run the benchmarks, then drop 1M CSV / 200k Excel rows beside kcat and
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list $(PKGS) | grep -v '/bench$$')
 	GO=$(GO) ./bench/run.sh
 
-chaos: ## run the long fault suite (docs/reliability.md): kills during injection, 3 instances under kills and a zombie, 10,000 message schedules across a kill -9, a flood of 500 files while 5,000 tasks fire, 200 kills at random points (half an hour)
+chaos: ## run the long fault suite (docs/reliability.md): kills during injection, 3 instances under kills and a zombie (with 500 two-step chains), 10,000 message schedules across a kill -9, a flood of 500 files while 5,000 tasks fire, 200 kills at random points (half an hour)
 	$(GO) test -count=1 -timeout 60m -run 'Chaos|KillNine|MessageSchedulesFireOnce' -v ./cmd/jobdrop -args \
 	  -kill-points=20 -kill-rows=100000 \
-	  -chaos-duration=5m -chaos-tasks=5000 -chaos-kill-every=10s
+	  -chaos-duration=5m -chaos-tasks=5000 -chaos-kill-every=10s -chaos-chains=500
 	$(GO) test -count=1 -timeout 60m -run Flood -v ./cmd/jobdrop -args \
 	  -flood-files=500 -flood-rows=10000 -flood-keys=50000 -flood-tasks=5000
 	$(GO) test -count=1 -timeout 90m -run Torture -v ./cmd/jobdrop -args \

@@ -145,8 +145,10 @@ func TestChaosEveryOccurrenceFiresOnceAcrossKillsAndAZombie(t *testing.T) {
 	if err := kafka.EnsureTopics(ctx, admin, topics, 8, -1); err != nil {
 		t.Fatal(err)
 	}
-	if err := kafka.NewTargetTopics(admin, 8, -1, true).Ensure(ctx, "chaos"); err != nil {
-		t.Fatal(err)
+	for _, topic := range []string{"chaos", chainTopic} {
+		if err := kafka.NewTargetTopics(admin, 8, -1, true).Ensure(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
 	}
 	nodes := []*child{startChild(t, "n1", brokers), startChild(t, "n2", brokers), startChild(t, "n3", brokers)}
 
@@ -159,10 +161,15 @@ func TestChaosEveryOccurrenceFiresOnceAcrossKillsAndAZombie(t *testing.T) {
 		v, _ := json.Marshal(d)
 		prod.Produce(ctx, &kgo.Record{Topic: topics.Input, Key: []byte(d.Key()), Value: v}, nil)
 	}
+	for _, r := range chainCommands(topics, start) {
+		prod.Produce(ctx, r, nil)
+	}
 	if err := prod.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	fired := kafkatest.Collect(t, brokers, "chaos")
+	chains := kafkatest.Collect(t, brokers, chainTopic)
+	worker := startChaosWorker(t, brokers, topics)
 
 	// Chaos: a kill every few seconds, round robin; one freeze in the middle.
 	end := start.Add(*chaosDuration)
@@ -209,6 +216,11 @@ func TestChaosEveryOccurrenceFiresOnceAcrossKillsAndAZombie(t *testing.T) {
 	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("%d fires due by the end", want), func() bool {
 		return due() >= want
 	})
+	wantChains := *chaosChains * perTask
+	kafkatest.Eventually(t, 2*time.Minute, fmt.Sprintf("%d chains run to their second step", wantChains), func() bool {
+		return chainsDone(t, chains, end) >= wantChains
+	})
+	worker.stop()
 	for _, n := range nodes {
 		n.signal(syscall.SIGTERM)
 		<-n.done
@@ -250,7 +262,10 @@ func TestChaosEveryOccurrenceFiresOnceAcrossKillsAndAZombie(t *testing.T) {
 	p := func(q float64) time.Duration { return lateness[int(q*float64(len(lateness)-1))] }
 	t.Logf("%d tasks × %d s, %d kills, 1 zombie: %d fires due, %d events, lost %d, duplicated %d; lateness p50 %s p99 %s max %s",
 		*chaosTasks, perTask, kills, want, len(events), lost, dups, p(0.5), p(0.99), p(1))
-	if lost != 0 || dups != 0 {
-		t.Fatalf("lost %d, duplicated %d occurrences", lost, dups)
+	runs, chainsLost, chainsDup := checkChains(t, brokers, start, end)
+	t.Logf("%d two-step chains × %d s: %d runs of the first step, second steps lost %d, duplicated %d",
+		*chaosChains, perTask, runs, chainsLost, chainsDup)
+	if lost != 0 || dups != 0 || chainsLost != 0 || chainsDup != 0 {
+		t.Fatalf("lost %d, duplicated %d occurrences; lost %d, duplicated %d second steps of chains", lost, dups, chainsLost, chainsDup)
 	}
 }
