@@ -460,3 +460,35 @@ func TestChainsFireOnceAcrossCrashes(t *testing.T) {
 		}
 	}
 }
+
+func TestRunsNeverReportedAreBounded(t *testing.T) {
+	h := newHarness(t)
+	t0 := h.clock.Now()
+	jobs := h.watch("jobs")
+	e := h.start()
+	noisy := every("noisy", t0.Add(time.Second), task.Seconds, 1)
+	h.sendChained(noisy, task.Definition{Host: "acme", Name: "quiet", Action: task.Insert, Topic: "jobs", After: []string{"noisy"}})
+	kafkatest.Eventually(t, 30*time.Second, "tasks active", func() bool { return e.ActiveTasks() == 2 })
+	const fires = maxOpenRuns + 5
+	for s := 1; s <= fires; s++ {
+		h.advanceTo(t0.Add(time.Duration(s) * time.Second))
+	}
+	h.waitFired(jobs, fires)
+	h.waitIdle()
+	open := 0
+	e.mu.Lock()
+	for _, r := range e.runners {
+		open += len(r.runs.byKey["acme/noisy"])
+	}
+	e.mu.Unlock()
+	if open != maxOpenRuns {
+		t.Errorf("%d runs of noisy kept, want %d", open, maxOpenRuns)
+	}
+	// The latest run still releases quiet.
+	last := h.waitFor(jobs, "noisy", fires)
+	h.report(last.FireID, record.StatusSuccess)
+	q := h.waitFor(jobs, "quiet", 1)
+	if !slices.Equal(q.After, []string{last.FireID}) {
+		t.Errorf("quiet released by %v", q.After)
+	}
+}

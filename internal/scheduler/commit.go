@@ -32,6 +32,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 	if err := r.fireDue(ctx, c, now); err != nil {
 		return err
 	}
+	r.capRuns(c, now)
 	if err := r.transactChange(ctx, c, now, next); err != nil {
 		return err
 	}

@@ -77,6 +77,7 @@ func (r *runner) loop(ctx context.Context) error {
 				break drain
 			}
 		}
+		cmds = r.passOverStatuses(cmds)
 		now := clock.Now().UnixMilli()
 		due, scheduled := r.nextDue()
 		if scheduled {
@@ -125,6 +126,27 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		timer.Stop()
 	}
+}
+
+// passOverStatuses takes cmds out of the way when it holds only statuses
+// of runs the runner does not watch, which most statuses are: their
+// offsets are checkpointed with the next transaction, rather than each
+// batch of them costing one. Read again after a restart, they are passed
+// over again.
+func (r *runner) passOverStatuses(cmds []*kgo.Record) []*kgo.Record {
+	status := r.e.cfg.Topics.Status
+	for _, rec := range cmds {
+		if rec.Topic != status {
+			return cmds
+		}
+		if _, watched := r.runs.byFire[string(rec.Key)]; watched {
+			return cmds
+		}
+	}
+	for _, rec := range cmds {
+		r.statusNext[rec.Partition] = max(r.statusNext[rec.Partition], rec.Offset+1)
+	}
+	return cmds[:0]
 }
 
 // nextDue is when the runner next has something to fire: a task's

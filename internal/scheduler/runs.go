@@ -1,12 +1,16 @@
 package scheduler
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
+	"slices"
 	"strings"
 
 	segjson "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/jobdrop/jobdrop/internal/record"
 
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -274,6 +278,40 @@ func (r *runner) runOf(f *fire, now int64) *run {
 		u.Deadline = now + f.shape.Timeout
 	}
 	return u
+}
+
+// maxOpenRuns bounds the runs of one task the engine waits on: a task
+// whose workers never report (fire and forget) would otherwise pile them
+// up. Past it, the oldest is given up: nothing follows from it.
+const maxOpenRuns = 100
+
+// capRuns gives up, for each task c fires watched, its oldest runs past
+// maxOpenRuns.
+func (r *runner) capRuns(c *change, now int64) {
+	firing := map[string]int{}
+	for _, f := range c.fires {
+		if f.watched && f.attempt <= 1 {
+			firing[f.key]++
+		}
+	}
+	for key, n := range firing {
+		open := r.runs.byKey[key]
+		if len(open)+n <= maxOpenRuns {
+			continue
+		}
+		runs := make([]*run, 0, len(open))
+		for _, u := range open {
+			runs = append(runs, u)
+		}
+		slices.SortFunc(runs, func(a, b *run) int { return cmp.Compare(a.FiredAt, b.FiredAt) })
+		drop := runs[:min(len(runs), len(open)+n-maxOpenRuns)]
+		for _, u := range drop {
+			r.runs.drop(u)
+			c.runs = append(c.runs, runWrite{id: u.Run})
+		}
+		c.audits = append(c.audits, r.engineAudit(record.ActionTaskRunFailed, key, drop[0].Fire, record.OutcomeNoChange,
+			fmt.Sprintf("%d runs given up: more than %d runs of the task waited for a final status; their outcome releases nothing", len(drop), maxOpenRuns), now))
+	}
 }
 
 // committedRuns takes into the runner the runs its committed watched
