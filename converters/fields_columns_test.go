@@ -18,7 +18,7 @@ func TestNewColumns(t *testing.T) {
 	}{
 		{
 			name:   "every default column",
-			header: []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "timezone", "end", "data", "data.owner"},
+			header: []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "timezone", "end", "after", "on", "delay", "retry", "timeout", "data", "data.owner"},
 		},
 		{
 			name:   "case and surrounding spaces ignored",
