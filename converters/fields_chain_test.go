@@ -178,7 +178,7 @@ func TestJSONChainFields(t *testing.T) {
 		{"null is absent", `"after": null, "on": null, "delay": null, "retry": null, "timeout": null`, `{}`},
 		{"fractional milliseconds", `"after": ["x"], "delay": 1.5`, `column delay: value "1.5": must be a whole number of milliseconds, or a duration`},
 		{"negative timeout", `"timeout": -5`, `column timeout: value "-5": must be a whole number of milliseconds`},
-		{"a number in a string needs a unit", `"timeout": "600000"`, `column timeout: value "600000": is a number without a unit`},
+		{"a number in a string needs a unit", `"timeout": "600000"`, `column timeout: value "\"600000\"": is a number in a string, without a unit; write milliseconds as a JSON number`},
 		{"after of numbers", `"after": [1, 2]`, `column after: value "[1, 2]": must be task names separated by commas, or a JSON array`},
 		{"after as an object", `"after": {"a": "b"}`, `column after: value "{\"a\": \"b\"}": must be an array of task names`},
 		{"retry as an array", `"retry": [3]`, `column retry: value "[3]": must be an object such as {"attempts": 3`},

@@ -317,6 +317,9 @@ func jsonCell(raw []byte, class fieldClass) (Cell, error) {
 		}
 	}
 	text, err := scalarText(raw, class == fieldData)
+	if err == nil && class == fieldDuration && raw[0] == '"' && looksNumeric(strings.TrimSpace(text)) {
+		err = errors.New("is a number in a string, without a unit; write milliseconds as a JSON number (600000), or a duration such as 90s, 10m, 1h30m or 1d")
+	}
 	if err != nil && class == fieldAfter {
 		err = errors.New(`must be an array of task names such as ["extract", "load"], or names separated by commas`)
 	}
