@@ -317,7 +317,7 @@ func jsonCell(raw []byte, class fieldClass) (Cell, error) {
 		}
 	}
 	text, err := scalarText(raw, class == fieldData)
-	if err == nil && class == fieldDuration && raw[0] == '"' && looksNumeric(strings.TrimSpace(text)) {
+	if err == nil && class == fieldDuration && len(raw) > 0 && raw[0] == '"' && looksNumeric(strings.TrimSpace(text)) {
 		err = errors.New("is a number in a string, without a unit; write milliseconds as a JSON number (600000), or a duration such as 90s, 10m, 1h30m or 1d")
 	}
 	if err != nil && class == fieldAfter {
