@@ -37,6 +37,11 @@ const (
 	kindRrule
 	kindTimezone
 	kindEnd
+	kindAfter
+	kindOn
+	kindDelay
+	kindRetry
+	kindTimeout
 	kindData
 	kindDataKey // data.<key>: one data entry
 	numKinds
@@ -44,7 +49,8 @@ const (
 
 // defaultColumns are the column names a file may use without any mapping,
 // in the order error messages list them.
-var defaultColumns = []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "cronDialect", "rrule", "timezone", "end", "data"}
+var defaultColumns = []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "cronDialect", "rrule", "timezone", "end",
+	"after", "on", "delay", "retry", "timeout", "data"}
 
 // dataPrefix starts a column that holds one data entry.
 const dataPrefix = "data."
@@ -80,6 +86,12 @@ type Cell struct {
 	// its own (Excel dates are): its fields are read in the row's time zone,
 	// like the text "2026-03-01 08:00". Otherwise Time is an instant.
 	Local bool
+	// Millis says Text is a number whose unit the format defines as
+	// milliseconds: a JSON number under delay or timeout, as
+	// light-scheduler's clients write durations. Elsewhere a duration is
+	// text with its unit ("10m"), and a bare number is an error, since
+	// nothing says whether it counts seconds or minutes.
+	Millis bool
 }
 
 // column is one column of a file.

@@ -18,7 +18,7 @@ func TestNewColumns(t *testing.T) {
 	}{
 		{
 			name:   "every default column",
-			header: []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "timezone", "end", "data", "data.owner"},
+			header: []string{"host", "name", "action", "topic", "start", "timeUnit", "time", "cron", "timezone", "end", "after", "on", "delay", "retry", "timeout", "data", "data.owner"},
 		},
 		{
 			name:   "case and surrounding spaces ignored",
@@ -110,7 +110,7 @@ func TestNewColumns(t *testing.T) {
 			name:     "bad defaults",
 			header:   []string{"name"},
 			opts:     Options{Defaults: Defaults{Host: "a/b", Topic: "no spaces", Action: "run", Timezone: "Nowhere/City"}},
-			wantErrs: []string{`default host: must not contain "/"`, `default action: must be INSERT, UPDATE, DELETE or TRIGGER (got "RUN")`, `default topic: must be a Kafka topic name`, `default timezone: must be an IANA time zone`},
+			wantErrs: []string{`default host: must not contain "/"`, `default action: must be INSERT, UPDATE, DELETE, TRIGGER, RELEASE or SKIP (got "RUN")`, `default topic: must be a Kafka topic name`, `default timezone: must be an IANA time zone`},
 		},
 		{
 			name:   "empty header cells are ignored",

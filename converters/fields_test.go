@@ -60,7 +60,7 @@ func TestColumnsRow(t *testing.T) {
 		{
 			name:     "unknown action",
 			cells:    []string{"acme", "job", "run", "jobs"},
-			wantErrs: []string{`column action: value "run": must be INSERT, UPDATE, DELETE or TRIGGER`},
+			wantErrs: []string{`column action: value "run": must be INSERT, UPDATE, DELETE, TRIGGER, RELEASE or SKIP`},
 		},
 		{
 			name:   "defaults fill empty cells",

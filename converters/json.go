@@ -16,8 +16,10 @@ import (
 // the folder's mapping and defaults apply as to a CSV header. data may be
 // an object, frequency the nested {"timeUnit", "time"} object, start and
 // end epoch milliseconds as numbers: a light-scheduler TaskDefinition
-// converts unchanged. The extensions window, misfire, active and timeout
-// are read as the task package defines them.
+// converts unchanged. after may be an array of names, retry an object
+// (task.Retry's), and delay and timeout a number of milliseconds, beside
+// the text a cell holds. The extensions window, misfire and active are
+// read as the task package defines them.
 //
 // The file is read one object at a time. Row numbers are the element's
 // position (1-based) in an array, the line in JSON Lines.

@@ -105,6 +105,8 @@ func FuzzJSON(f *testing.F) {
 	f.Add([]byte(`[{"host":"acme","name":"a","topic":"t","frequency":{"timeUnit":"MINUTES","time":5},"data":{"k":"v"}}]`))
 	f.Add([]byte("{\"host\":\"a\",\"name\":\"b\",\"topic\":\"t\",\"window\":{\"from\":\"08:00\",\"to\":\"09:00\"}}\n{\n[1]\n"))
 	f.Add([]byte(`[1, "x", null, {"name": null, "start": 1e400}]`))
+	f.Add([]byte(`[{"host":"acme","name":"r","topic":"t","after":["a","b/c"],"on":"failure","delay":300000,"retry":{"attempts":3,"delay":60000},"timeout":"1h"}]`))
+	f.Add([]byte("{\"host\":\"a\",\"name\":\"b\",\"topic\":\"t\",\"after\":\"x, y\",\"delay\":\"5m\",\"retry\":\"3 every 10m overdue\",\"timeout\":-1e3}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		prev := 0
 		_ = JSON{MaxRecordBytes: 4096}.ConvertReader(context.Background(), "fuzz.json", bytes.NewReader(b), Options{}, func(r Row) error {

@@ -53,7 +53,7 @@ func readObject(dec *json.Decoder) ([]field, error) {
 
 // extension fields are read into the definition directly: they are not
 // columns of the tabular formats.
-var extensionFields = []string{"window", "misfire", "active", "timeout"}
+var extensionFields = []string{"window", "misfire", "active"}
 
 // jsonOnlyFields are the fields a JSON job list knows beside the default
 // columns.
@@ -108,13 +108,13 @@ func (c *jsonRows) row(line int, fields []field) Row {
 			fail(f.name, "", unknownColumn(f.name, jsonOnlyFields...))
 			continue
 		}
-		text, err := scalarText(raw, class == fieldData)
+		cell, err := jsonCell(raw, class)
 		if err != nil {
 			fail(f.name, string(raw), err)
 			continue
 		}
 		header = append(header, f.name)
-		cells = append(cells, Cell{Text: text})
+		cells = append(cells, cell)
 	}
 	if len(errs) > 0 {
 		return Row{Line: line, Err: joinRowErrors(errs)}
@@ -141,7 +141,7 @@ func (c *jsonRows) row(line int, fields []field) Row {
 	if len(extSet) == 0 || row.Err != nil {
 		return row
 	}
-	row.Def.Window, row.Def.Misfire, row.Def.Active, row.Def.Timeout = ext.Window, ext.Misfire, ext.Active, ext.Timeout
+	row.Def.Window, row.Def.Misfire, row.Def.Active = ext.Window, ext.Misfire, ext.Active
 	for _, fe := range task.FieldErrors(row.Def.Validate()) {
 		errs = append(errs, &RowError{File: c.file, Row: line, Column: fe.Field, Value: clip(fe.Value), Err: errors.New(fe.Reason)})
 	}
@@ -155,8 +155,11 @@ func (c *jsonRows) row(line int, fields []field) Row {
 type fieldClass uint8
 
 const (
-	fieldColumn fieldClass = iota
-	fieldData              // the data column: an object is welcome
+	fieldColumn   fieldClass = iota
+	fieldData                // the data column: an object is welcome
+	fieldAfter               // an array of names is welcome
+	fieldRetry               // a retry object is welcome
+	fieldDuration            // delay or timeout: a number counts milliseconds
 	fieldExtension
 	fieldFrequency
 	fieldIgnored
@@ -189,10 +192,17 @@ func (c *jsonRows) classify(name string) (string, fieldClass) {
 	case strings.TrimSpace(target) == ignore:
 		class = fieldIgnored
 	default:
-		if _, _, err := parseTarget(target); err != nil {
+		switch k, _, err := parseTarget(target); {
+		case err != nil:
 			class = fieldUnknown
-		} else if strings.EqualFold(target, "data") {
+		case k == kindData:
 			class = fieldData
+		case k == kindAfter:
+			class = fieldAfter
+		case k == kindRetry:
+			class = fieldRetry
+		case k == kindDelay || k == kindTimeout:
+			class = fieldDuration
 		}
 	}
 	if len(c.known) < maxNames {
@@ -210,7 +220,7 @@ func isExtension(name string) bool {
 	return false
 }
 
-// decodeExtension reads window, misfire, active or timeout into d.
+// decodeExtension reads window, misfire or active into d.
 func decodeExtension(name string, raw []byte, d *task.Definition) error {
 	if string(raw) == "null" {
 		return nil
@@ -233,8 +243,6 @@ func decodeExtension(name string, raw []byte, d *task.Definition) error {
 		return err
 	case "active":
 		return strict(&d.Active, "true or false")
-	case "timeout":
-		return strict(&d.Timeout, "a whole number of milliseconds")
 	}
 	return nil
 }
@@ -290,6 +298,35 @@ func frequencyObject(raw []byte, names map[string]string) (unit, every string, e
 		return "", "", fmt.Errorf("%s: both timeUnit and time are needed", want)
 	}
 	return unit, every, nil
+}
+
+// jsonCell is the cell of a field's JSON value (see scalarText): the
+// after field also takes an array of names and the retry field an object,
+// both as their JSON text, which the columns read; a number under delay
+// or timeout counts milliseconds, as timeout always has in JSON job
+// lists.
+func jsonCell(raw []byte, class fieldClass) (Cell, error) {
+	if len(raw) > 0 {
+		switch c := raw[0]; {
+		case class == fieldAfter && c == '[':
+			return Cell{Text: string(raw)}, nil
+		case class == fieldRetry && c == '{':
+			return Cell{Text: string(raw)}, nil
+		case class == fieldDuration && (c == '-' || '0' <= c && c <= '9'):
+			return Cell{Text: string(raw), Millis: true}, nil
+		}
+	}
+	text, err := scalarText(raw, class == fieldData)
+	if err == nil && class == fieldDuration && len(raw) > 0 && raw[0] == '"' && looksNumeric(strings.TrimSpace(text)) {
+		err = errors.New("is a number in a string, without a unit; write milliseconds as a JSON number (600000), or a duration such as 90s, 10m, 1h30m or 1d")
+	}
+	if err != nil && class == fieldAfter {
+		err = errors.New(`must be an array of task names such as ["extract", "load"], or names separated by commas`)
+	}
+	if err != nil && class == fieldRetry {
+		err = errors.New(`must be an object such as {"attempts": 3, "delay": 600000}, or a string such as "3 every 10m"`)
+	}
+	return Cell{Text: text}, err
 }
 
 // scalarText is the cell text of a JSON value: a string as is, a number

@@ -3,6 +3,7 @@ package converters
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -91,6 +92,11 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 	d.Start = b.time(kindStart, loc)
 	d.End = b.time(kindEnd, loc)
 	d.Data = b.data()
+	d.After = b.after()
+	d.On = b.outcome()
+	d.Delay = b.duration(kindDelay)
+	d.Timeout = b.duration(kindTimeout)
+	d.Retry = b.retry()
 
 	// The time zone is checked above, through the cache: validating a copy
 	// without it spares a read of the zone file for every row.
@@ -109,10 +115,15 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 			// The cell as written is what a person searches the file for
 			// (" insret", not "INSRET"; a date, not epoch milliseconds).
 			v, _ := b.raw(k)
-			if v == "" {
+			reason := fe.Reason
+			switch {
+			case v == "":
 				v = fe.Value
+			case k == kindAfter && fe.Value != v && slices.Contains(d.After, fe.Value):
+				// The cell names several tasks: say which one is wrong.
+				reason = strconv.Quote(fe.Value) + " " + reason
 			}
-			b.fail(i, v, errors.New(fe.Reason))
+			b.fail(i, v, errors.New(reason))
 		}
 	}
 	return Row{Line: line, Def: d, Err: b.err(), Warnings: warnings}

@@ -16,6 +16,7 @@ func TestSamples(t *testing.T) {
 		rows int
 	}{
 		{"jobs.csv", CSV{}, Options{}, 4},
+		{"nightly-chain.csv", CSV{}, Options{}, 5},
 		{"jobs.xlsx", XLSX{}, Options{}, 5},
 		{"jobs.json", JSON{}, Options{}, 4},
 		{"jobs.jsonl", JSON{}, Options{}, 4},

@@ -44,7 +44,10 @@ const maxExcelSerial = 2958466
 // Cells are read as stored, not as displayed: numbers without float
 // noise ("15", "0.3"), dates in start and end as the date and time they
 // show (in the row's time zone, following the workbook's 1900 or 1904
-// date system). Row numbers are those Excel shows.
+// date system). A number or time cell under delay or timeout is a row
+// error, as a bare number is in every tabular format (a time cell holds a
+// fraction of a day): durations are typed as text, such as 10m. Row
+// numbers are those Excel shows.
 //
 // The zero value is ready to use.
 type XLSX struct {

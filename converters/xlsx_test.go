@@ -150,6 +150,20 @@ var xlsxFixtures = []struct {
 		{"acme", "ok", "batch", nil, "HOURS", 1},
 		{"acme", "beyond", "batch", nil, "HOURS", 1, nil, "x", "stray"},
 	}}}},
+	{name: "chain", sheets: []xlsxSheet{{"Nightly", [][]any{
+		{"Host", "Name", "Topic", "Cron", "After", "On", "Delay", "Retry", "Timeout"},
+		{"acme", "extract", "batch-jobs", "0 2 * * *", nil, nil, nil, "3 every 10m", "45m"},
+		{"acme", "transform", "batch-jobs", nil, "extract"},
+		{"acme", "load", "batch-jobs", nil, "extract"},
+		{"acme", "report", "batch-jobs", nil, "transform, load", nil, "5m"},
+		{"acme", "cleanup", "batch-jobs", nil, "report", "Failure"},
+		{"acme", "bad-on", "batch-jobs", nil, "extract", "sometimes"},
+		{"acme", "number-delay", "batch-jobs", nil, "extract", nil, 5},
+		{"acme", "time-delay", "batch-jobs", nil, "extract", nil, 10.0 / (24 * 60)},
+		{"acme", "bad-retry", "batch-jobs", nil, "extract", nil, nil, "3 every 10"},
+		{"acme", "loop", "batch-jobs", nil, "loop"},
+		{"acme", "number-timeout", "batch-jobs", "0 4 * * *", nil, nil, nil, nil, 3600},
+	}}}},
 	{name: "no_header", sheets: []xlsxSheet{{"Sheet1", [][]any{{"Job", "Every"}, {"a", 1}}}}},
 	{name: "empty", sheets: []xlsxSheet{{"Sheet1", nil}}},
 	{name: "header_only", sheets: []xlsxSheet{{"Sheet1", [][]any{xlsxHeader}}}},
@@ -407,19 +421,20 @@ func TestXLSXNotAWorkbook(t *testing.T) {
 }
 
 func FuzzXLSX(f *testing.F) {
-	f.Add("acme", "job", "HOURS", "1", "2026-03-01 08:00", `{"a":"b"}`)
-	f.Add("", "", "", "", "", "")
-	f.Add("=1+1", "x\x00y", "minutes", "1e400", "45000.5", "{")
+	f.Add("acme", "job", "HOURS", "1", "2026-03-01 08:00", `{"a":"b"}`, "", "", "", "")
+	f.Add("", "", "", "", "", "", "", "", "", "")
+	f.Add("=1+1", "x\x00y", "minutes", "1e400", "45000.5", "{", "[", "x", "0.5", ",")
+	f.Add("acme", "report", "", "", "", "", "transform, load", "Failure", "5m", "3 every 10m backoff 2 max 1h")
 	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, host, name, unit, every, start, data string) {
+	f.Fuzz(func(t *testing.T, host, name, unit, every, start, data, after, on, delay, retry string) {
 		path := filepath.Join(dir, "fuzz.xlsx")
 		fx := excelize.NewFile()
 		defer fx.Close()
-		for i, v := range []string{"host", "name", "topic", "timeUnit", "time", "start", "data"} {
+		for i, v := range []string{"host", "name", "topic", "timeUnit", "time", "start", "data", "after", "on", "delay", "retry"} {
 			cell, _ := excelize.CoordinatesToCellName(i+1, 1)
 			_ = fx.SetCellValue("Sheet1", cell, v)
 		}
-		for i, v := range []string{host, name, "batch", unit, every, start, data} {
+		for i, v := range []string{host, name, "batch", unit, every, start, data, after, on, delay, retry} {
 			cell, _ := excelize.CoordinatesToCellName(i+1, 2)
 			if err := fx.SetCellValue("Sheet1", cell, v); err != nil {
 				return // text excelize itself refuses to write
