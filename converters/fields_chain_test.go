@@ -91,7 +91,7 @@ func TestColumnsChain(t *testing.T) {
 		{
 			name:     "a retry of commas alone",
 			cells:    []string{"acme", "load", "jobs", "", "", "", " , ,"},
-			wantErrs: []string{`column retry: value ", ,": must be a retry policy`},
+			wantErrs: []string{`column retry: value ", ,": must be ATTEMPTS`},
 		},
 		{
 			name:     "after naming the task itself says which name",

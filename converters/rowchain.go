@@ -1,11 +1,9 @@
 package converters
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -21,23 +19,11 @@ func (b *rowBuilder) after() []string {
 	if text == "" || b.failed(i) {
 		return nil
 	}
-	if strings.HasPrefix(text, "[") {
-		var names []string
-		if err := json.Unmarshal([]byte(text), &names); err != nil {
-			b.fail(i, text, errors.New(`must be task names separated by commas, or a JSON array of names such as ["extract", "load"]`))
-			return nil
-		}
-		var out []string
-		for _, n := range names {
-			if n = strings.TrimSpace(n); n == "" {
-				b.fail(i, text, errors.New("names an empty task; remove the empty name"))
-				return nil
-			}
-			out = append(out, n)
-		}
-		return out
+	names, err := task.ParseAfter(text)
+	if err != nil {
+		b.fail(i, text, err)
 	}
-	return task.ParseAfter(text)
+	return names
 }
 
 // outcome reads the on column, in any case.
@@ -102,11 +88,6 @@ func parseDuration(s string) (int64, error) {
 func (b *rowBuilder) retry() *task.Retry {
 	text, i := b.raw(kindRetry)
 	if text == "" || b.failed(i) {
-		return nil
-	}
-	if strings.IndexFunc(text, func(r rune) bool { return !unicode.IsSpace(r) && r != ',' }) < 0 {
-		// Commas alone: no words for task.ParseRetry to read.
-		b.fail(i, text, errors.New(`must be a retry policy such as "3 every 10m"`))
 		return nil
 	}
 	r, err := task.ParseRetry(text)

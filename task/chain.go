@@ -157,6 +157,9 @@ func ParseRetry(s string) (*Retry, error) {
 		return &r, nil
 	}
 	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return unicode.IsSpace(r) || r == ',' })
+	if len(words) == 0 {
+		return nil, fmt.Errorf("must be %s", retryForm)
+	}
 	n, err := strconv.Atoi(words[0])
 	if err != nil {
 		return nil, fmt.Errorf("must be %s", retryForm)
@@ -248,26 +251,32 @@ func FormatDelay(ms int64) string {
 }
 
 // ParseAfter reads the predecessors a cell names: names separated by
-// commas (or a JSON array of names), each a task of the same host, or of
+// commas (empty ones skipped), or a JSON array of names, each a task of the same host, or of
 // another written host/name.
-func ParseAfter(s string) []string {
+func ParseAfter(s string) ([]string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return nil
+		return nil, nil
 	}
-	if strings.HasPrefix(s, "[") {
-		var names []string
-		if json.Unmarshal([]byte(s), &names) == nil {
-			return names
+	if !strings.HasPrefix(s, "[") {
+		var out []string
+		for _, n := range strings.Split(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+		return out, nil
+	}
+	var names []string
+	if err := json.Unmarshal([]byte(s), &names); err != nil {
+		return nil, errors.New(`must be task names separated by commas, or a JSON array of names such as ["extract", "load"]`)
+	}
+	for i, n := range names {
+		if names[i] = strings.TrimSpace(n); names[i] == "" {
+			return nil, errors.New("names an empty task; remove the empty name")
 		}
 	}
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
+	return names, nil
 }
 
 // Chained reports whether the task follows other tasks.

