@@ -45,7 +45,7 @@ func chainSection(m taskChainModel) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if m.Held() {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"attention chain-held\" id=\"chain-held\" role=\"status\"><h3>Held: this chain waits for an operator</h3><p id=\"chain-held-reason\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"attention chain-held\" id=\"chain-held\"><h3 id=\"chain-held-heading\">Held: this chain waits for an operator</h3><p id=\"chain-held-reason\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
