@@ -21,6 +21,9 @@ type executionModel struct {
 	Now time.Time
 	E   storetype.Execution
 	Log storetype.ExecutionLog
+	// Run is its run's attempts, what released it and what its run
+	// released.
+	Run storetype.ExecutionRun
 }
 
 type executionHandler struct{ s *Server }
@@ -39,7 +42,12 @@ func (h executionHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
-	h.s.page(w, r, http.StatusOK, "Execution "+shortID(id), "executions", executionView(executionModel{Now: h.s.now(), E: e, Log: log}))
+	run, err := h.s.src.ExecutionRun(r.Context(), id, h.s.cfg.ListLimit)
+	if err != nil {
+		h.s.fail(w, r, err)
+		return
+	}
+	h.s.page(w, r, http.StatusOK, "Execution "+shortID(id), "executions", executionView(executionModel{Now: h.s.now(), E: e, Log: log, Run: run}))
 }
 
 // executionURL is the page of the execution fireID.

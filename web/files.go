@@ -48,6 +48,7 @@ type fileModel struct {
 	Tasks      storetype.Page[storetype.Task]
 	Executions storetype.Page[storetype.Execution]
 	Audit      []storetype.AuditEvent
+	Chains     chainGraph
 	CanOperate bool
 	// CanDefine offers Apply on a held file: it creates and replaces
 	// definitions.
@@ -78,6 +79,12 @@ func (h fileHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
+	g, err := h.s.src.ChainGraph(ctx, storetype.ChainGraphFilter{Batch: m.File.ID})
+	if err != nil {
+		h.s.fail(w, r, err)
+		return
+	}
+	m.Chains = newChainGraph("chain-graph", g, m.Now, "this file", func(n storetype.ChainNode) bool { return n.Batch == m.File.ID })
 	h.s.page(w, r, http.StatusOK, m.File.File, "files", fileView(m))
 }
 

@@ -793,6 +793,10 @@ func fileView(m fileModel) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
+		templ_7745c5c3_Err = chainGraphSection(m.Chains).Render(ctx, templ_7745c5c3_Buffer)
+		if templ_7745c5c3_Err != nil {
+			return templ_7745c5c3_Err
+		}
 		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 80, "<section><h2>Tasks from this file</h2>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err

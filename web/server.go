@@ -44,6 +44,11 @@ type Source interface {
 	ActivitySince(ctx context.Context, since time.Time) (storetype.Activity, error)
 	ActivityChart(ctx context.Context, from, to time.Time, step time.Duration) (storetype.ActivityChart, error)
 	TaskSchedules(ctx context.Context, before time.Time, fn func(storetype.TaskSchedule) error) error
+	// Chains: what a task follows and what follows it, the chains of a
+	// file's or a host's tasks, and the run an execution belongs to.
+	TaskChain(ctx context.Context, key string, limit int) (storetype.TaskChain, error)
+	ChainGraph(ctx context.Context, f storetype.ChainGraphFilter) (storetype.ChainGraph, error)
+	ExecutionRun(ctx context.Context, fireID string, limit int) (storetype.ExecutionRun, error)
 }
 
 // Config tunes the console.
@@ -239,6 +244,7 @@ func New(cfg Config, src Source, log *slog.Logger) (*Server, error) {
 	mux.Handle("GET /files/{id}", fileHandler{s})
 	mux.Handle("GET /tasks", tasksHandler{s})
 	mux.Handle("GET /tasks/{key...}", taskHandler{s})
+	mux.Handle("GET /hosts/{host}", hostHandler{s})
 	mux.Handle("GET /executions", executionsHandler{s})
 	mux.Handle("GET /executions/{fireId}", executionHandler{s})
 	mux.Handle("GET /audit", auditHandler{s})

@@ -67,6 +67,8 @@ type taskModel struct {
 	CanOperate bool
 	Back       string
 	Executions storetype.Page[storetype.Execution]
+	// Chain is its place in its chains.
+	Chain taskChainModel
 }
 
 type taskHandler struct{ s *Server }
@@ -84,6 +86,16 @@ func (h taskHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.s.fail(w, r, err)
 		return
 	}
+	links, err := h.s.src.TaskChain(ctx, m.Task.Key, h.s.cfg.ListLimit)
+	if err != nil {
+		h.s.fail(w, r, err)
+		return
+	}
+	var latest *storetype.Execution
+	if len(m.Executions.Rows) > 0 {
+		latest = &m.Executions.Rows[0]
+	}
+	m.Chain = newTaskChain(m.Now, m.Task, latest, links, m.CanOperate, m.Back)
 	m.NextFires = nextFires(m.Task, m.Now, h.s.cfg.PreviewFires)
 	h.s.page(w, r, http.StatusOK, m.Task.Key, "tasks", taskView(m))
 }

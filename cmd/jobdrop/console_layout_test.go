@@ -202,6 +202,7 @@ func TestConsoleLayoutHolds(t *testing.T) {
 		{"dashboard", []action{chromedp.Navigate(base + "/")}},
 		{"tasks", []action{chromedp.Navigate(base + "/tasks")}},
 		{"task", []action{chromedp.Navigate(base + "/tasks/" + catchUp)}},
+		{"host", []action{chromedp.Navigate(base + "/hosts/" + strings.SplitN(catchUp, "/", 2)[0])}},
 		{"executions", []action{chromedp.Navigate(base + "/executions")}},
 		{"files", []action{chromedp.Navigate(base + "/files")}},
 		{"file", []action{chromedp.Navigate(base + "/files/" + payments)}},

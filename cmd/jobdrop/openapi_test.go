@@ -297,6 +297,10 @@ func TestOpenAPIContract(t *testing.T) {
 	})
 	c.want(409, exchange{method: "POST", path: "/api/v1/tasks?source=lightapi.net&collection=market-1", user: "otto"})
 	c.want(200, exchange{method: "POST", path: market1 + "/resume", user: "otto"})
+	// Release and skip are for a chained task: market-1 follows none.
+	c.want(409, exchange{method: "POST", path: market1 + "/release", user: "otto"})
+	c.want(409, exchange{method: "POST", path: market1 + "/skip", user: "otto"})
+	c.want(404, exchange{method: "POST", path: "/api/tasks/release?host=api.example", user: "otto", offContract: true})
 	c.want(303, exchange{method: "POST", path: market1 + "/trigger", user: "otto", contentType: formType, body: form("back", "/tasks/lightapi.net/market-1")})
 	c.want(404, exchange{method: "POST", path: market1 + "/explode", user: "otto", offContract: true})
 	c.want(404, exchange{method: "POST", path: "/api/tasks/lightapi.net/nothing/pause", user: "otto"})
@@ -369,6 +373,7 @@ func TestOpenAPIContract(t *testing.T) {
 		{"/files/" + held.ID, 200}, {"/files/0000", 404},
 		{"/tasks", 200}, {"/tasks?host=api.example&name=", 303}, {"/tasks?sort=sideways", 400},
 		{"/tasks/api.example/nightly", 200}, {"/tasks/api.example/nothing", 404},
+		{"/hosts/api.example", 200}, {"/hosts/nothing.example", 404},
 		{"/executions", 200}, {"/executions?status=", 303}, {"/executions?status=lost", 400},
 		{"/audit", 200}, {"/audit?actor=", 303}, {"/audit?sort=sideways", 400},
 	} {

@@ -174,7 +174,9 @@ type Execution struct {
 	// missed occurrence, how many it stands for, itself included (as
 	// HeaderFireCollapsed says on its event); zero otherwise.
 	Collapsed int `json:"collapsed,omitempty"`
-	// Attempt, Run and After are the fired event's (see Fired).
+	// Attempt, Run and After are those of the fired event (see Fired):
+	// the attempt of a retry and its run's first fire id, and the
+	// predecessors' runs that released a chained task's fire.
 	Attempt int      `json:"attempt,omitempty"`
 	Run     string   `json:"run,omitempty"`
 	After   []string `json:"after,omitempty"`

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -28,22 +29,45 @@ func (a *applier) execution(r *kgo.Record) error {
 	// fires the occurrence (same fire id, an event written at last).
 	const retried = `excluded.target_offset >= 0 AND status = 'FAILED' AND status_worker = '` + engineWorker + `'
 		AND coalesce(status_at, 0) <= excluded.fired_at`
+	releasedBy := ""
+	if len(ex.After) > 0 {
+		b, err := json.Marshal(ex.After)
+		if err != nil {
+			return malformed("encode after: %v", err)
+		}
+		releasedBy = string(b)
+	}
+	run := ex.Run
+	if run == ex.FireID {
+		run = "" // a first attempt's run is its own fire id
+	}
 	// A catch-up refused, then fired on a later attempt, is recorded again
 	// with no count of its own: it keeps the one it had.
-	return a.exec(`INSERT INTO executions (fire_id, host, name, topic, target_partition, target_offset,
-			scheduled_at, fired_at, batch_id, status, status_at, timeout, collapsed)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?, ?, ?)
+	if err := a.exec(`INSERT INTO executions (fire_id, host, name, topic, target_partition, target_offset,
+			scheduled_at, fired_at, batch_id, status, status_at, timeout, collapsed, attempt, run, released_by)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'FIRED', ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			target_partition = excluded.target_partition, target_offset = excluded.target_offset,
 			scheduled_at = excluded.scheduled_at, fired_at = excluded.fired_at, batch_id = excluded.batch_id,
 			timeout = excluded.timeout, collapsed = max(collapsed, excluded.collapsed),
+			attempt = excluded.attempt, run = excluded.run, released_by = excluded.released_by,
 			status = CASE WHEN `+retried+` THEN 'FIRED' ELSE status END,
 			status_message = CASE WHEN `+retried+` THEN '' ELSE status_message END,
 			status_worker = CASE WHEN `+retried+` THEN '' ELSE status_worker END,
 			status_at = CASE WHEN `+retried+` THEN excluded.status_at ELSE status_at END`,
 		ex.FireID, ex.Host, ex.Name, ex.Topic, ex.Partition, ex.Offset,
-		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt, max(ex.Timeout, 0), max(ex.Collapsed, 0))
+		nullMillis(ex.ScheduledAt), firedAt, ex.Batch, firedAt, max(ex.Timeout, 0), max(ex.Collapsed, 0),
+		max(ex.Attempt, 1), run, releasedBy); err != nil {
+		return err
+	}
+	// What each predecessor's run released, to be read from the run.
+	for _, pred := range ex.After {
+		if err := a.exec(`INSERT INTO execution_releases (run, fire_id) VALUES (?, ?) ON CONFLICT DO NOTHING`, pred, ex.FireID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // engineWorker is the worker the engine names in the FAILED status it

@@ -55,9 +55,23 @@ func (a *applier) state(r *kgo.Record) error {
 	if err != nil {
 		return malformed("encode definition: %v", err)
 	}
+	chain := ""
+	if st.Chain != nil {
+		b, err := json.Marshal(st.Chain)
+		if err != nil {
+			return malformed("encode chain: %v", err)
+		}
+		chain = string(b)
+	}
+	// A name alone in after is a task of the key's host.
+	follower := *d
+	follower.Host = host
+	if err := a.taskEdges(key, follower.Predecessors()); err != nil {
+		return err
+	}
 	return a.exec(`INSERT INTO tasks (key, host, name, topic, schedule, definition, anchor, next_fire, fire_count, last_fire,
-			batch_id, source_file, source_folder, source_row, status, updated_at, paused)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?)
+			batch_id, source_file, source_folder, source_row, status, updated_at, paused, chain)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET
 			host = excluded.host, name = excluded.name, topic = excluded.topic,
 			schedule = excluded.schedule, definition = excluded.definition,
@@ -65,10 +79,25 @@ func (a *applier) state(r *kgo.Record) error {
 			fire_count = excluded.fire_count, last_fire = excluded.last_fire,
 			batch_id = excluded.batch_id, source_file = excluded.source_file, source_folder = excluded.source_folder,
 			source_row = excluded.source_row,
-			status = 'active', updated_at = excluded.updated_at, paused = excluded.paused`,
+			status = 'active', updated_at = excluded.updated_at, paused = excluded.paused, chain = excluded.chain`,
 		key, host, name, d.Topic, d.When(), string(def), nullMillis(st.Anchor), nullMillis(st.NextFire),
 		st.FireCount, nullMillis(st.LastFire), st.Source.Batch, st.Source.File, st.Source.Folder, st.Source.Row,
-		millisOr(st.UpdatedAt, r), d.Paused())
+		millisOr(st.UpdatedAt, r), d.Paused(), chain)
+}
+
+// taskEdges records that the task with key follows preds, in that order,
+// as its latest state says: none for a task that follows no other, or
+// that ended.
+func (a *applier) taskEdges(key string, preds []string) error {
+	if err := a.exec(`DELETE FROM task_edges WHERE succ = ?`, key); err != nil {
+		return err
+	}
+	for i, pred := range preds {
+		if err := a.exec(`INSERT INTO task_edges (succ, pred, position) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, key, pred, i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stateEnd applies a tombstone: the task ended, for the reason in its
@@ -87,8 +116,13 @@ func (a *applier) stateEnd(r *kgo.Record, key string) error {
 	if err := a.taskFault(key, nil); err != nil {
 		return err
 	}
+	// An ended task follows nothing any more; the tasks that follow it
+	// still name it.
+	if err := a.taskEdges(key, nil); err != nil {
+		return err
+	}
 	return a.exec(`INSERT INTO tasks (key, host, name, status, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET status = excluded.status, next_fire = NULL, updated_at = excluded.updated_at`,
+		ON CONFLICT (key) DO UPDATE SET status = excluded.status, next_fire = NULL, chain = '', updated_at = excluded.updated_at`,
 		key, host, name, status, r.Timestamp.UnixMilli())
 }
 

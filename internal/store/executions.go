@@ -12,18 +12,26 @@ import (
 	"github.com/jobdrop/jobdrop/task"
 )
 
+// executionColumns ends with what a run released: the fires whose
+// execution names it (migration 0012 indexes it by run).
 const executionColumns = `e.fire_id, e.host, e.name, e.topic, e.target_partition, e.target_offset, e.scheduled_at, e.fired_at,
 	e.batch_id, e.status, e.status_message, e.status_worker, e.status_at, e.timeout, e.collapsed, e.started_at,
-	coalesce((SELECT json_extract(nullif(t.definition, ''), '$.timezone') FROM tasks t WHERE t.key = e.host || '/' || e.name), '')`
+	coalesce((SELECT json_extract(nullif(t.definition, ''), '$.timezone') FROM tasks t WHERE t.key = e.host || '/' || e.name), ''),
+	e.attempt, e.run, e.released_by,
+	(SELECT json_group_array(r.fire_id) FROM execution_releases r WHERE r.run = coalesce(nullif(e.run, ''), e.fire_id))`
 
 func scanExecution(s scanner) (storetype.Execution, error) {
 	var e storetype.Execution
 	var scheduled, fired, statusAt, started sql.NullInt64
 	var timeout int64
+	var after, released string
 	if err := s.Scan(&e.FireID, &e.Host, &e.Name, &e.Topic, &e.TargetPartition, &e.TargetOffset,
-		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Collapsed, &started, &e.Timezone); err != nil {
+		&scheduled, &fired, &e.Batch, &e.Status, &e.StatusMessage, &e.Worker, &statusAt, &timeout, &e.Collapsed, &started, &e.Timezone,
+		&e.Attempt, &e.Run, &after, &released); err != nil {
 		return e, err
 	}
+	e.After = jsonStrings(after)
+	e.Released = jsonStrings(released)
 	e.StartedAt = timePtr(started)
 	e.Timeout = time.Duration(timeout) * time.Millisecond
 	e.ScheduledAt = timePtr(scheduled)

@@ -15,17 +15,19 @@ const taskColumns = `t.key, t.host, t.name, t.topic, t.schedule, t.definition, t
 	(SELECT count(*) FROM executions e WHERE e.host = t.host AND e.name = t.name),
 	(SELECT max(e.scheduled_at) FROM executions e WHERE e.host = t.host AND e.name = t.name),
 	coalesce((SELECT f.fault FROM task_faults f WHERE f.key = t.key), ''),
-	coalesce(json_extract(nullif(t.definition, ''), '$.timezone'), '')`
+	coalesce(json_extract(nullif(t.definition, ''), '$.timezone'), ''), t.chain`
 
 func scanTask(s scanner) (storetype.Task, error) {
 	var t storetype.Task
 	var anchor, next, last, lastExec sql.NullInt64
 	var updated int64
+	var chain string
 	if err := s.Scan(&t.Key, &t.Host, &t.Name, &t.Topic, &t.Schedule, &t.Definition, &anchor, &next,
 		&t.FireCount, &last, &t.Batch, &t.SourceFile, &t.SourceRow, &t.Status, &updated,
-		&t.Executions, &lastExec, &t.Fault, &t.Timezone); err != nil {
+		&t.Executions, &lastExec, &t.Fault, &t.Timezone, &chain); err != nil {
 		return t, err
 	}
+	t.Chain = chainOf(chain)
 	t.Paused = t.Status == storetype.TaskPaused
 	t.Anchor = timePtr(anchor)
 	t.NextFire = timePtr(next)

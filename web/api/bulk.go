@@ -101,8 +101,12 @@ func BulkListURL(a storetype.AuditEvent) string {
 	return a.Object
 }
 
-// verbs are what POST /api/tasks/... does to tasks.
-var verbs = map[string]string{"pause": "pause", "resume": "resume", "trigger": "trigger", "delete": "delete"}
+// verbs are what POST /api/tasks/... does to tasks; oneTask those it
+// does to one task only, named in the path.
+var (
+	verbs   = map[string]bool{"pause": true, "resume": true, "trigger": true, "delete": true, "release": true, "skip": true}
+	oneTask = map[string]bool{"release": true, "skip": true}
+)
 
 // postTasks serves POST /api/tasks/{key}/{verb} for one task and
 // POST /api/tasks/{verb}?file=ID or ?host=HOST for many.
@@ -112,8 +116,12 @@ func (s *Server) postTasks(w http.ResponseWriter, r *http.Request) {
 	if i := strings.LastIndex(rest, "/"); i >= 0 {
 		key, verb = rest[:i], rest[i+1:]
 	}
-	if _, ok := verbs[verb]; !ok {
-		Error(w, http.StatusNotFound, "no such task action "+verb+": want pause, resume, trigger or delete")
+	switch {
+	case !verbs[verb]:
+		Error(w, http.StatusNotFound, "no such task action "+verb+": want pause, resume, trigger, delete, or release or skip of one chained task")
+		return
+	case key == "" && oneTask[verb]:
+		Error(w, http.StatusNotFound, "no such task action "+verb+" of many tasks: release and skip act on one chained task, POST /api/tasks/{host}/{name}/"+verb)
 		return
 	}
 	s.changeTasks(w, r, key, verb)
@@ -267,14 +275,28 @@ func (s *Server) changeSelected(w http.ResponseWriter, r *http.Request, verb str
 
 // command is the command that applies verb to a live task: pause and
 // resume replace the stored definition with active false or true; trigger
-// and delete need only the key. ok is false when there is nothing to do
-// (a task paused already, say).
+// and delete need only the key, and so do release (fire a chained task
+// now) and skip (let its current run go unfired), which only a task that
+// follows others takes. ok is false when there is nothing to do (a task
+// paused already, say).
 func command(t storetype.Task, verb string) (d task.Definition, ok bool, err error) {
 	switch verb {
 	case "trigger":
 		return task.Definition{Host: t.Host, Name: t.Name, Action: task.Trigger}, true, nil
 	case "delete":
 		return task.Definition{Host: t.Host, Name: t.Name, Action: task.Delete}, true, nil
+	case "release", "skip":
+		if t.Definition == "" || json.Unmarshal([]byte(t.Definition), &d) != nil {
+			return d, false, fmt.Errorf("task %s: %w", t.Key, errUnknownDefinition)
+		}
+		if !d.Chained() {
+			return d, false, fmt.Errorf("task %s follows no other task: %s is for a chained task (one with after)", t.Key, verb)
+		}
+		action := task.Release
+		if verb == "skip" {
+			action = task.SkipRun
+		}
+		return task.Definition{Host: t.Host, Name: t.Name, Action: action}, true, nil
 	}
 	// pause, resume
 	if err := json.Unmarshal([]byte(t.Definition), &d); err != nil || t.Definition == "" {

@@ -39,6 +39,26 @@ type Execution struct {
 	// occurrence (FIRE_ONCE after jobdrop was down), how many, itself
 	// included; zero otherwise.
 	Collapsed int `json:"collapsed,omitempty"`
+	// Attempt is the attempt of its run: 1 for the first, 2 for the
+	// first retry.
+	Attempt int `json:"attempt,omitempty"`
+	// Run is, on a retry, the fire id of its run's first attempt; empty
+	// on a first attempt, whose run is its own fire id.
+	Run string `json:"run,omitempty"`
+	// After holds the runs of the predecessors (their first attempts'
+	// fire ids) that released a chained task's fire.
+	After []string `json:"after,omitempty"`
+	// Released holds the fire ids of the fires its run released, of the
+	// tasks that follow its task.
+	Released []string `json:"released,omitempty"`
+}
+
+// RunID is the fire id of its run's first attempt: Run, or its own.
+func (e Execution) RunID() string {
+	if e.Run != "" {
+		return e.Run
+	}
+	return e.FireID
 }
 
 // executionJSON is an Execution as JSON: its timeout in milliseconds.

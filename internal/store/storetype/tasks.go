@@ -62,6 +62,10 @@ type Task struct {
 	// Timezone is the IANA zone of the task's definition, if it names
 	// one (its cron and windows are read in it).
 	Timezone string `json:"timezone,omitempty"`
+	// Chain is where a task that follows others (its definition's
+	// after) stands with them; nil for any other task, and once it
+	// ended.
+	Chain *Chain `json:"chain,omitempty"`
 }
 
 // Live reports whether the engine holds the task: active or paused.
