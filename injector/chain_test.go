@@ -81,6 +81,17 @@ func (s *fakeSources) Tasks(_ context.Context, keys []string, fn func(diff.Curre
 	return nil
 }
 
+func (s *fakeSources) Followers(_ context.Context, keys []string, fn func(diff.Current) error) error {
+	for k, d := range s.live {
+		if slices.ContainsFunc(d.Predecessors(), func(p string) bool { return slices.Contains(keys, p) }) {
+			if err := fn(diff.Current{Key: k, Definition: d, Live: true}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // liveTask is a running task of the fake store.
 func liveTask(key, cron string, after ...string) (string, task.Definition) {
 	host, name, _ := task.SplitKey(key)
@@ -344,6 +355,68 @@ func TestChainFileNamesRunningTasks(t *testing.T) {
 	}
 }
 
+// TestSyncRefusesToDeleteAPredecessor: a new version of a sync source
+// that would delete a task that a task it keeps still follows (a row of
+// the version, or a running task of another source) is rejected, naming
+// the task and its followers, however much it deletes and whether an
+// operator reviewed it; a version that deletes the followers with it is
+// applied.
+func TestSyncRefusesToDeleteAPredecessor(t *testing.T) {
+	live := map[string]task.Definition{}
+	add := func(key string, d task.Definition) { live[key] = d }
+	add(liveTask("acme/extract", "0 1 * * *"))
+	add(liveTask("acme/transform", "", "extract"))
+	add(liveTask("acme/load", "", "extract"))
+	add(liveTask("acme/keep", "0 2 * * *"))
+	add(liveTask("other/report", "", "acme/extract"))
+	scope := []string{"acme/extract", "acme/transform", "acme/load", "acme/keep"}
+	for _, tc := range []struct {
+		name    string
+		content string
+		sync    Sync
+		want    string // "": applied
+	}{
+		{"rows follow it", "acme,transform,extract,\nacme,load,extract,\nacme,keep,,0 2 * * *\n", Sync{MaxRemove: 1},
+			"the new version removes acme/extract, which acme/load, acme/transform and other/report still follow"},
+		{"held for review otherwise", "acme,transform,extract,\nacme,load,extract,\nacme,keep,,0 2 * * *\n", Sync{MaxRemove: 0},
+			"removes acme/extract, which acme/load, acme/transform and other/report still follow"},
+		{"reviewed", "acme,transform,extract,\nacme,load,extract,\nacme,keep,,0 2 * * *\n", Sync{Reviewed: true},
+			"removes acme/extract, which acme/load, acme/transform and other/report still follow"},
+		{"a task of another source follows it", "acme,keep,,0 2 * * *\n", Sync{MaxRemove: 1},
+			"removes acme/extract, which other/report still follows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, brokers, topics := chainInjector(t, &fakeSources{live: live, scope: scope})
+			sync := tc.sync
+			res, err := in.Inject(context.Background(), File{Path: writeFile(t, "jobs.csv", tc.content), Sync: &sync}, chainCSV{}, converters.Options{})
+			var rej *RejectedError
+			if !errors.As(err, &rej) || res.Outcome != Rejected || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was injected") {
+				t.Fatalf("got %+v, %v; want a rejection saying %q", res, err, tc.want)
+			}
+			if links, commands := injected(t, brokers, topics); len(links)+len(commands) != 0 {
+				t.Errorf("a refused version committed links %q and commands %q", links, commands)
+			}
+			a := audits(t, brokers, topics)
+			if len(a) != 1 || a[0].Action != record.ActionFileRejected || !strings.Contains(strings.Join(a[0].Batch.Errors, "\n"), tc.want) {
+				t.Errorf("audit %+v, want the rejection naming the followers", a)
+			}
+		})
+	}
+
+	// Without the task of another source that follows it, and with its
+	// followers, it goes.
+	delete(live, "other/report")
+	in, brokers, topics := chainInjector(t, &fakeSources{live: live, scope: scope})
+	res, err := in.Inject(context.Background(), File{Path: writeFile(t, "jobs.csv", "acme,keep,,0 2 * * *\n"), Sync: &Sync{MaxRemove: 1}},
+		chainCSV{}, converters.Options{})
+	if err != nil || res.Outcome != Injected || res.Batch.Diff == nil || res.Batch.Diff.Removed != 3 {
+		t.Fatalf("a version deleting a chain whole: %+v, %v", res, err)
+	}
+	if _, commands := injected(t, brokers, topics); !slices.Equal(commands, []string{"acme/extract", "acme/load", "acme/transform"}) {
+		t.Errorf("commands %q, want the three deletes", commands)
+	}
+}
+
 // TestDiffSaysAChainsProblems: the dry run of a file finds what its drop
 // would refuse: an unknown predecessor, and a sync version deleting a
 // task that others follow.
@@ -358,5 +431,9 @@ func TestDiffSaysAChainsProblems(t *testing.T) {
 	var rej *RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(strings.Join(rej.RowLines(), "\n"), "predecessor acme/loader is neither in the file nor running") {
 		t.Errorf("Diff = %v, want the unknown predecessor", err)
+	}
+	_, _, err = in.Diff(context.Background(), File{Path: writeFile(t, "b.csv", "acme,load,extract,\n"), Sync: &Sync{MaxRemove: 1}}, chainCSV{}, converters.Options{})
+	if !errors.As(err, &rej) || !strings.Contains(err.Error(), "removes acme/extract, which acme/load still follows") {
+		t.Errorf("Diff of a sync = %v, want the orphan", err)
 	}
 }

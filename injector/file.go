@@ -197,6 +197,16 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 		}
 		batch.Diff = &plan.diff
 		switch {
+		case len(plan.orphans) > 0:
+			// Refused whatever it is held for, reviewed or not: the
+			// followers would wait for ever.
+			rej = plan.orphaned(f, rej)
+			lines := rej.RowLines()
+			batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
+			if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
+				in.log.Error("audit rejected file", "file", f.Name, "err", err)
+			}
+			return Result{Outcome: Rejected, Batch: batch}, rej
 		case plan.diff.Held != "":
 			held := &HeldError{File: f.Name, Diff: plan.diff, Lines: plan.lines}
 			if err := in.audit(ctx, f, record.ActionFileHeld, record.OutcomeNoChange, &batch, firstLine(held.Error())); err != nil {

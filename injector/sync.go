@@ -60,6 +60,9 @@ type Sources interface {
 	SourceTasks(ctx context.Context, s Source, fn func(diff.Current) error) error
 	// Tasks calls fn with each task of keys that runs or ended.
 	Tasks(ctx context.Context, keys []string, fn func(diff.Current) error) error
+	// Followers calls fn once with each task that runs (Live) and
+	// follows any of the tasks of keys.
+	Followers(ctx context.Context, keys []string, fn func(diff.Current) error) error
 }
 
 // syncWait bounds the wait for the engine to apply the commands before a
@@ -113,6 +116,26 @@ type syncPlan struct {
 	removals []string
 	lines    []string // every change, one per line
 	diff     record.Diff
+	// orphans are the tasks it would delete that tasks it keeps still
+	// follow: they refuse the file, whatever it is held for.
+	orphans []diff.Orphan
+}
+
+// orphaned is the rejection of f, whose new version would delete tasks
+// that others still follow, from the rows rej counted.
+func (p *syncPlan) orphaned(f File, rej *RejectedError) *RejectedError {
+	more := ""
+	if n := len(p.orphans); n > 1 {
+		more = fmt.Sprintf(" (and %d more tasks that others follow)", n-1)
+	}
+	out := &RejectedError{File: f.Name, Rows: rej.Rows, Warnings: rej.Warnings,
+		Err: fmt.Errorf("the new version %s%s; nothing was injected: change the followers' after first, or keep the task", p.orphans[0], more)}
+	if len(p.orphans) > 1 {
+		for _, o := range p.orphans {
+			out.fail(f.Name+": "+o.String(), len(p.orphans))
+		}
+	}
+	return out
 }
 
 // maxReportLines bounds the lines of a held file's report.
@@ -249,6 +272,11 @@ func (in *Injector) planSync(ctx context.Context, f File, rows *syncRows, scope 
 			p.lines = append(p.lines, l)
 		}
 	}
+	if scoped {
+		if p.orphans, err = in.orphans(ctx, f, p.plan); err != nil {
+			return nil, err
+		}
+	}
 	c := p.plan.Counts
 	p.diff = record.Diff{Added: c.Added, Changed: c.Changed, Removed: c.Removed, Unchanged: c.Unchanged, Scope: c.Scope,
 		Lines: p.lines[:min(len(p.lines), record.MaxDiffLines)]}
@@ -265,6 +293,24 @@ func (in *Injector) planSync(ctx context.Context, f File, rows *syncRows, scope 
 			c.Removed, c.Scope, 100*float64(c.Removed)/float64(c.Scope), 100*maxRemove)
 	}
 	return p, nil
+}
+
+// orphans are the tasks plan deletes that tasks it keeps still follow,
+// the running tasks outside it included.
+func (in *Injector) orphans(ctx context.Context, f File, plan *diff.Plan) ([]diff.Orphan, error) {
+	deleted := plan.Deleted()
+	if len(deleted) == 0 {
+		return nil, nil
+	}
+	var others []diff.Current
+	err := in.cfg.Sources.Followers(ctx, deleted, func(c diff.Current) error {
+		others = append(others, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sync %s: %w: %w", f.Name, ErrUnavailable, err)
+	}
+	return plan.Orphans(others), nil
 }
 
 // barrier writes a barrier record to every input partition, in a
@@ -357,7 +403,8 @@ func (in *Injector) RejectHeld(ctx context.Context, f File, b record.Batch, reas
 // injecting anything: for a file of a sync folder (f.Sync), what it adds,
 // changes and deletes of its source, and whether it would be held; for
 // another file, what its rows add and change. The lines list every
-// change. A file with invalid rows (its chains' problems included) is a
+// change. A file with invalid rows (its chains' problems included), or
+// whose new version would delete tasks that others still follow, is a
 // *RejectedError.
 func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter, opts converters.Options) (record.Diff, []string, error) {
 	if f.Name == "" {
@@ -387,6 +434,9 @@ func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter,
 	p, err := in.planSync(ctx, f, rows, scope)
 	if err != nil {
 		return record.Diff{}, nil, err
+	}
+	if len(p.orphans) > 0 {
+		return p.diff, p.lines, p.orphaned(f, rej)
 	}
 	return p.diff, p.lines, nil
 }

@@ -417,6 +417,11 @@ func (w wholeStore) Tasks(ctx context.Context, keys []string, fn func(diff.Curre
 	return w.whole(ctx, func() error { return w.st.TasksByKey(ctx, keys, currentOf(false, fn)) })
 }
 
+// Followers answers the live tasks that follow any of keys.
+func (w wholeStore) Followers(ctx context.Context, keys []string, fn func(diff.Current) error) error {
+	return w.whole(ctx, func() error { return w.st.Followers(ctx, keys, currentOf(false, fn)) })
+}
+
 // currentOf reads the store's tasks for a sync: a task whose definition is
 // not known (only its end was recorded) is left out, as if it did not run.
 func currentOf(inScope bool, fn func(diff.Current) error) func(store.SourceTask) error {
