@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -475,12 +476,24 @@ func consoleConfig(cfg Config, inj *injector.Injector, cmds *commandwriter.Write
 				return err
 			}
 			check := injector.NewRowCheck(name, cfg.Topics)
-			return conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+			chains := injector.NewChainCheck(name)
+			err = conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
 				if r.Err == nil {
 					r.Err = check.Check(r)
 				}
+				chains.Row(&r, r.Err == nil)
 				return emit(r.Line, r.Def, r.Err)
 			})
+			if err != nil {
+				return err
+			}
+			// The chains are known once every row is: their problems are
+			// the file's. Those with the running tasks are the Differ's.
+			probs, err := chains.Check(ctx, nil, false)
+			if lines := probs.Lines(); err == nil && len(lines) > 0 {
+				err = errors.New(strings.Join(lines, "\n"))
+			}
+			return err
 		}
 		wc.Differ = func(ctx context.Context, dir, name, path string) (record.Diff, []string, error) {
 			into := folder

@@ -275,3 +275,57 @@ func TestInjectSaysWhenNoBrokerAnswers(t *testing.T) {
 		t.Errorf("inject with no broker: %v, want it to say no broker answered and where", err)
 	}
 }
+
+// TestConvertRefusesTheChainsInjectRefuses: the dry run checks the chains
+// a drop checks, but for the running tasks it cannot ask about: a
+// predecessor the file deletes, and a cycle; a name outside the file is
+// left unchecked. The rows come from an exec converter that prints the
+// file as it is.
+func TestConvertRefusesTheChainsInjectRefuses(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "jobdrop.yaml")
+	if err := os.WriteFile(conf, []byte("watch:\n  - dir: "+filepath.Join(dir, "inbox")+"\n    converter: exec\n    exec:\n      program: cat\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	def := func(name, after string) string {
+		d := `{"host":"acme","name":"` + name + `","topic":"jobs"`
+		if after == "" {
+			return d + `,"cron":"0 1 * * *"}` + "\n"
+		}
+		return d + `,"after":` + after + "}\n"
+	}
+	for _, tc := range []struct {
+		name, rows string
+		want       []string // on stderr; none: exit status 0
+	}{
+		{"a chain", def("extract", "") + def("load", `["extract"]`) + def("report", `["load","other/audit"]`), nil},
+		{"a predecessor the file deletes", def("extract", "") + `{"host":"acme","name":"old","action":"DELETE"}` + "\n" + def("load", `["extract","old"]`),
+			[]string{`row 3: column after: value "old": predecessor acme/old is deleted by row 2 of the file`, "1 invalid row"}},
+		{"a cycle", def("a", `["b"]`) + def("b", `["a"]`),
+			[]string{"jobs.jsonl: column after: the chains close a cycle, acme/a → acme/b → acme/a (acme/a at row 1, acme/b at row 2)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "jobs.jsonl")
+			if err := os.WriteFile(path, []byte(tc.rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			err := mainErr(context.Background(), []string{"convert", "--config", conf, path}, &stdout, &stderr)
+			if len(tc.want) == 0 {
+				if err != nil || stderr.Len() > 0 || strings.Count(stdout.String(), "\n") != 3 {
+					t.Fatalf("exit %v, stderr %q, stdout %q; want the three definitions", err, stderr.String(), stdout.String())
+				}
+				return
+			}
+			var exit exitError
+			if !errors.As(err, &exit) || exit != 1 {
+				t.Fatalf("exit %v, want status 1; stderr %q", err, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
