@@ -17,7 +17,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
 )
 
 // yamlPaths lists every key path of t, as "kafka.embedded.listen".
@@ -327,5 +329,47 @@ func TestConvertRefusesTheChainsInjectRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInjectWithoutADatabaseSaysWhatItLeftUnchecked: jobdrop inject
+// beside no node's database cannot ask whether the tasks a file follows
+// outside it run: it injects the file with its links, and says which
+// predecessors it left unchecked.
+func TestInjectWithoutADatabaseSaysWhatItLeftUnchecked(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	topics := record.Topics{}.WithDefaults()
+	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 1, -1); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv("JOBDROP_KAFKA_BROKERS", strings.Join(brokers, ","))
+	t.Setenv("JOBDROP_DATA_DIR", filepath.Join(dir, "data"))
+	t.Setenv("JOBDROP_WATCH_0_DIR", filepath.Join(dir, "inbox"))
+	t.Setenv("JOBDROP_WATCH_0_CONVERTER", "exec")
+	t.Setenv("JOBDROP_WATCH_0_EXEC_PROGRAM", "cat")
+	path := filepath.Join(dir, "jobs.jsonl")
+	if err := os.WriteFile(path, []byte(`{"host":"acme","name":"load","topic":"jobs","cron":"0 1 * * *"}`+"\n"+
+		`{"host":"acme","name":"report","topic":"jobs","after":["load","extract"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := mainErr(context.Background(), []string{"inject", path}, &stdout, &stderr); err != nil {
+		t.Fatalf("inject: %v; stderr %q", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "jobs.jsonl: injected, 2 rows, 0 rejected") ||
+		stderr.String() != "warning: jobs.jsonl: row 2: column after: predecessor acme/extract is not in the file and was not checked: no task store to ask whether it runs\n" {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+	var links []string
+	for _, rec := range kafkatest.Drain(t, brokers, topics.Input) {
+		for _, h := range rec.Headers {
+			if h.Key == record.HeaderLink {
+				links = append(links, string(rec.Key))
+			}
+		}
+	}
+	if slices.Sort(links); !slices.Equal(links, []string{"acme/extract", "acme/load"}) {
+		t.Errorf("links keyed by %q, want acme/extract and acme/load", links)
 	}
 }
