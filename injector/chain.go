@@ -70,8 +70,14 @@ func (c *ChainCheck) Row(r *converters.Row, valid bool) {
 	if d.Host == "" || d.Name == "" {
 		return
 	}
-	key := d.Key()
-	h := maphash.String(c.seed, key)
+	// The key's hash as maphash.String(c.seed, d.Key()) has it, without
+	// making the key: a file may hold millions of rows.
+	var mh maphash.Hash
+	mh.SetSeed(c.seed)
+	mh.WriteString(d.Host)
+	mh.WriteByte('/')
+	mh.WriteString(d.Name)
+	h := mh.Sum64()
 	switch {
 	case !valid:
 		c.invalid.add(h, r.Line)
@@ -82,9 +88,10 @@ func (c *ChainCheck) Row(r *converters.Row, valid bool) {
 	default:
 		c.defined.add(h, r.Line)
 		if len(c.names) < maxSuggestNames {
-			c.names = append(c.names, key)
+			c.names = append(c.names, d.Key())
 		}
 		if d.Chained() {
+			key := d.Key()
 			c.byKey[key] = len(c.rows)
 			c.rows = append(c.rows, chainRow{line: r.Line, key: key, after: d.After, preds: d.Predecessors()})
 		}

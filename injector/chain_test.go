@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -435,5 +436,15 @@ func TestDiffSaysAChainsProblems(t *testing.T) {
 	_, _, err = in.Diff(context.Background(), File{Path: writeFile(t, "b.csv", "acme,load,extract,\n"), Sync: &Sync{MaxRemove: 1}}, chainCSV{}, converters.Options{})
 	if !errors.As(err, &rej) || !strings.Contains(err.Error(), "removes acme/extract, which acme/load still follows") {
 		t.Errorf("Diff of a sync = %v, want the orphan", err)
+	}
+}
+
+// TestChainCheckHashesKeysAsItLooksThemUp: the hash a row is recorded
+// under is the one Check looks its key up by.
+func TestChainCheckHashesKeysAsItLooksThemUp(t *testing.T) {
+	c := NewChainCheck("f")
+	c.Row(&converters.Row{Line: 7, Def: task.Definition{Host: "h", Name: "a/b", Action: task.Insert}}, true)
+	if row, ok := c.defined.get(maphash.String(c.seed, "h/a/b")); !ok || row != 7 {
+		t.Errorf("h/a/b found at row %d, %v; want row 7", row, ok)
 	}
 }
