@@ -12,6 +12,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/converters"
 	"github.com/jobdrop/jobdrop/internal/diff"
@@ -58,9 +62,37 @@ func (chainCSV) Convert(ctx context.Context, path string, _ converters.Options, 
 type fakeSources struct {
 	live  map[string]task.Definition // by key
 	scope []string                   // the keys of the sync source
+	// brokers and input are where the injector writes its barriers.
+	brokers []string
+	input   string
 }
 
-func (s *fakeSources) WaitApplied(context.Context, map[int32]int64) error { return nil }
+// WaitApplied returns once the barriers are committed, as the real one
+// does: no engine applies a record before its transaction commits.
+func (s *fakeSources) WaitApplied(ctx context.Context, offsets map[int32]int64) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err := adm.ListCommittedOffsets(ctx, s.input)
+		committed := err == nil
+		for p, off := range offsets {
+			o, ok := ends.Lookup(s.input, p)
+			committed = committed && ok && o.Err == nil && o.Offset > off
+		}
+		if committed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
 
 func (s *fakeSources) SourceTasks(_ context.Context, _ Source, fn func(diff.Current) error) error {
 	for _, k := range s.scope {
@@ -107,6 +139,9 @@ func chainInjector(t *testing.T, sources Sources) (*Injector, []string, record.T
 	topics := record.Topics{}.WithDefaults()
 	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 3, -1); err != nil {
 		t.Fatal(err)
+	}
+	if fake, ok := sources.(*fakeSources); ok {
+		fake.brokers, fake.input = brokers, topics.Input
 	}
 	in, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics, Sources: sources},
 		nil, slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})))
