@@ -56,17 +56,17 @@ func humanBytes(n int64) string {
 }
 
 // bufferRows bounds how many converted rows check keeps (files of sync
-// folders), so a small file is
-// read once and a large one is converted again while producing instead of
-// held in memory.
+// folders, files with chains), so a small file is read once and a large
+// one is converted again while producing instead of held in memory.
 const bufferRows = 20_000
 
 // check converts the whole file without producing anything, collecting
 // every problem: invalid rows and task keys repeated within the file. It
 // returns the valid rows when there were few enough to keep, and the lines
-// of the invalid ones.
+// of the invalid ones. It gives chains every row, and sync (if not nil)
+// what a sync needs of them.
 // A file being injected waits as pace says; nil: it never waits.
-func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows, pace *pacer) ([]converters.Row, *RejectedError, map[int]struct{}) {
+func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows, chains *ChainCheck, pace *pacer) ([]converters.Row, *RejectedError, map[int]struct{}) {
 	rej := &RejectedError{File: f.Name}
 	var rows []converters.Row
 	skip := map[int]struct{}{}
@@ -77,6 +77,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 		pace.row(ctx)
 		if rej.read(&r, f, in.cfg.MaxErrors) {
 			skip[r.Line] = struct{}{}
+			chains.Row(&r, false)
 			if sync != nil {
 				sync.add(r, false)
 			}
@@ -85,11 +86,13 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 		if err := rowCheck.Check(r); err != nil {
 			fail(err.Error())
 			skip[r.Line] = struct{}{}
+			chains.Row(&r, false)
 			if sync != nil {
 				sync.add(r, false)
 			}
 			return nil
 		}
+		chains.Row(&r, true)
 		if sync != nil {
 			sync.add(r, true)
 		}

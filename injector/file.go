@@ -131,33 +131,58 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	}
 
 	if f.Sync == nil {
-		return in.stream(ctx, f, conv, opts, &batch)
+		b := batch
+		res, err := in.stream(ctx, f, conv, opts, &b)
+		if !errors.Is(err, errChained) {
+			return res, err
+		}
+		// Its rows follow tasks: it is checked whole first, and injected
+		// with its links first.
 	}
-	return in.injectSync(ctx, f, conv, opts, batch, pace)
+	return in.injectChecked(ctx, f, conv, opts, batch, pace)
 }
 
-// injectSync injects f, a file of a sync folder not injected before, as
-// batch. It is checked whole before anything is produced: what it
-// deletes, and whether it is held, depends on every row.
-func (in *Injector) injectSync(ctx context.Context, f File, conv converters.Converter, opts converters.Options, batch record.Batch, pace *pacer) (Result, error) {
+// injectChecked injects f, a file not injected before, as batch, in two
+// passes: its rows are all checked before anything is produced, then
+// produced in one transaction. A file of a sync folder is injected so,
+// since what it deletes, and whether it is held, depends on every row;
+// and so is a file whose rows follow tasks (after), whose predecessors
+// and cycles depend on every row, and whose link records go first in the
+// transaction, before the commands: a predecessor created by the file is
+// then watched from its first fire.
+func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.Converter, opts converters.Options, batch record.Batch, pace *pacer) (Result, error) {
 	id := batch.ID
-	syncing := newSyncRows()
-	sctx, cancel := context.WithCancel(ctx)
+	var syncing *syncRows
+	// ready returns once the store answers for every command committed
+	// before the file.
+	ready := func(ctx context.Context) error { return in.applied(ctx, "check the chains of "+f.Name) }
 	var scope *scopeRead
-	defer func() {
-		cancel()
-		<-scope.done
-	}()
-	scope = in.readScope(sctx, f)
-	rows, rej, skip := in.check(ctx, f, conv, opts, syncing, pace)
-	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
+	if f.Sync != nil {
+		syncing = newSyncRows()
+		sctx, cancel := context.WithCancel(ctx)
+		defer func() {
+			cancel()
+			<-scope.done
+		}()
+		scope = in.readScope(sctx, f)
+		ready = scope.ready
+	}
+	chains := NewChainCheck(f.Name)
+	rows, rej, skip := in.check(ctx, f, conv, opts, syncing, chains, pace)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
+	if rej.Err == nil {
+		if err := in.checkChains(ctx, f, chains, rej, skip, syncing, ready); err != nil {
+			return Result{}, err
+		}
+	}
+	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
 	partial := f.Policy == PolicyGoodRows && rej.Err == nil && rej.Bad > 0 && rej.Bad < rej.Rows
 	if (rej.Err != nil || rej.Bad > 0) && !partial {
 		batch.Rejected = rej.Bad
-		batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
+		lines := rej.RowLines() // a cycle's first
+		batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
 		if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
 			in.log.Error("audit rejected file", "file", f.Name, "err", err)
 		}
@@ -172,6 +197,16 @@ func (in *Injector) injectSync(ctx context.Context, f File, conv converters.Conv
 		}
 		batch.Diff = &plan.diff
 		switch {
+		case len(plan.orphans) > 0:
+			// Refused whatever it is held for, reviewed or not: the
+			// followers would wait for ever.
+			rej = plan.orphaned(f, rej)
+			lines := rej.RowLines()
+			batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
+			if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
+				in.log.Error("audit rejected file", "file", f.Name, "err", err)
+			}
+			return Result{Outcome: Rejected, Batch: batch}, rej
 		case plan.diff.Held != "":
 			held := &HeldError{File: f.Name, Diff: plan.diff, Lines: plan.lines}
 			if err := in.audit(ctx, f, record.ActionFileHeld, record.OutcomeNoChange, &batch, firstLine(held.Error())); err != nil {
@@ -206,7 +241,9 @@ func (in *Injector) injectSync(ctx context.Context, f File, conv converters.Conv
 	}
 	src := record.Source{Batch: id, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	var fillErr error // the file's own problem, found while producing
+	links := 0
 	err = in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
+		links = in.produceLinks(chains, produce)
 		emit := func(r converters.Row) error {
 			if _, bad := skip[r.Line]; bad && partial {
 				return nil
@@ -254,7 +291,7 @@ func (in *Injector) injectSync(ctx context.Context, f File, conv converters.Conv
 	in.mu.Lock()
 	in.injected[id] = true
 	in.mu.Unlock()
-	in.log.Info("file injected", "file", f.Name, "batch", id, "rows", batch.Rows, "rejected", batch.Rejected)
+	in.log.Info("file injected", "file", f.Name, "batch", id, "rows", batch.Rows, "rejected", batch.Rejected, "links", links)
 	res := Result{Outcome: outcome, Batch: batch}
 	if partial {
 		res.Report = rej
@@ -275,8 +312,11 @@ func refusedLines(file string, err error) []string {
 		}
 		row := header(re.Record, record.HeaderRow)
 		what := "the file's audit record"
-		if row != "" {
+		switch {
+		case row != "":
 			what = "row " + row + ": task " + string(re.Record.Key)
+		case header(re.Record, record.HeaderLink) != "":
+			what = "the link to predecessor " + string(re.Record.Key)
 		}
 		lines = append(lines, fmt.Sprintf("%s: %s: the brokers refused its record (%d bytes) on topic %s: %v",
 			file, what, recordSize(re.Record), re.Record.Topic, re.Err))

@@ -36,8 +36,14 @@ type Config struct {
 	// Clock is the clock of audit timestamps. Defaults to the real
 	// clock. (The waits of Pacing are on the real clock.)
 	Clock clockwork.Clock
-	// Sources answers the files of sync folders (File.Sync) with the
-	// tasks that run now. Without it such files are refused.
+	// Sources answers the files of sync folders (File.Sync), and the
+	// chains of every file (the predecessors its rows name outside it),
+	// with the tasks that run now. Without it files of sync folders are
+	// refused, and the predecessors outside a file are not checked: they
+	// may name tasks created later, or elsewhere, so the file is injected
+	// with its links, and its batch's warnings name each one unchecked.
+	// The predecessors within a file, and its own cycles, are checked
+	// either way.
 	Sources Sources
 	// OnFile, if set, is told what became of every file Inject handled,
 	// except those interrupted by ctx (they are handled again at the next

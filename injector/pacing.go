@@ -18,17 +18,18 @@ const paceRows = 1_000
 // flood of files (a whole estate exported at once) would otherwise take
 // the CPU, the brokers and the scheduler's own transactions, which must
 // apply every command injected, from the fires due meanwhile. Before each
-// file, and every paceRows rows of the check pass of a file of a sync
-// folder, the injector looks how late the scheduler fires (Config.Late);
+// file, and every paceRows rows of the check pass of a file checked
+// whole (a file of a sync folder, or one whose rows follow tasks), the
+// injector looks how late the scheduler fires (Config.Late);
 // while it is later than Lateness, the file waits, at most MaxWait at each
 // look, so that files always make headway however late the scheduler
 // stays.
 //
 // A file never waits while its transaction is open: every read_committed
 // reader of the input partitions, the scheduler first, would wait with
-// it, and the brokers abort a transaction open too long. A file that does
-// not sync is converted inside its transaction (its rows are produced as
-// they are converted), so it waits only before it starts.
+// it, and the brokers abort a transaction open too long. Any other file
+// is converted inside its transaction (its rows are produced as they are
+// converted), so it waits only before it starts.
 type pacer struct {
 	p      pace.Pacing
 	late   func() time.Duration // nil: no pacing (nor with p.Lateness zero)

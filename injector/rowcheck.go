@@ -104,6 +104,25 @@ func (s *keySet) add(h uint64, row int) (first int, dup bool) {
 	}
 }
 
+// get returns the row hash h was first recorded at.
+func (s *keySet) get(h uint64) (row int, ok bool) {
+	if h == 0 {
+		h = 1
+	}
+	if len(s.hashes) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(s.hashes) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch s.hashes[i] {
+		case h:
+			return int(s.rows[i]), true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
 func (s *keySet) grow() {
 	hashes, rows := s.hashes, s.rows
 	size := max(1024, 2*len(hashes))

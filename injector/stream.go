@@ -24,6 +24,13 @@ const chunksAhead = 8
 // (PolicyReject), or at its end when no row was valid (PolicyGoodRows).
 var errRowsRejected = errors.New("rows rejected")
 
+// errChained ends the stream of a file at its first valid row that
+// follows tasks (after): its transaction is aborted before anything of it
+// is committed, and the file is injected again in two passes
+// (injectChecked), since its predecessors, its cycles and its link
+// records, which go before every command, depend on every row.
+var errChained = errors.New("the file's rows follow tasks")
+
 // rowStream hands a file's converted rows from the goroutine that
 // converts them to the one that checks, encodes and produces them.
 type rowStream struct {
@@ -123,6 +130,9 @@ func (a *recordArena) take(mark int) []byte {
 // the rest of the file is only read for the report; under PolicyGoodRows
 // the invalid rows are left out. The batch's audit record, with the
 // counts, is produced last, so it commits with the rows or not at all.
+// At the first valid row that follows tasks, it stops, aborting the
+// transaction, and returns errChained: nothing of the file is committed
+// or audited.
 func (in *Injector) stream(ctx context.Context, f File, conv converters.Converter, opts converters.Options, batch *record.Batch) (Result, error) {
 	rej := &RejectedError{File: f.Name}
 	rowCheck := NewRowCheck(f.Name, in.cfg.Topics).WithLimit(in.recordLimit(ctx))
@@ -141,6 +151,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 	var arena recordArena
 	var value []byte
 	produced := 0
+	chained := false // a valid row follows tasks
 
 	// next checks the row; when produce is not nil and the row is valid it
 	// produces its command. It reports whether the row was valid.
@@ -161,6 +172,10 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 			fail(err.Error())
 			rej.Bad++
 			return false
+		}
+		if len(d.After) > 0 && !d.Action.KeyOnly() {
+			chained = true
+			return true
 		}
 		if produce == nil {
 			return true
@@ -188,10 +203,15 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 			// with no start counts from it.
 			now := in.cfg.Clock.Now()
 			for i := range chunk {
-				if next(&chunk[i], now, produce) || f.Policy == PolicyGoodRows {
+				valid := next(&chunk[i], now, produce)
+				if chained {
+					rows.recycle(chunk)
+					return errChained
+				}
+				if valid || f.Policy == PolicyGoodRows {
 					continue
 				}
-				for j := i + 1; j < len(chunk); j++ {
+				for j := i + 1; j < len(chunk) && !chained; j++ {
 					next(&chunk[j], now, nil)
 				}
 				rows.recycle(chunk)
@@ -220,18 +240,28 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 		// The rest of the file completes the report; nothing of it is
 		// produced.
 		for chunk := range rows.chunks {
-			for i := range chunk {
+			for i := 0; i < len(chunk) && !chained; i++ {
 				next(&chunk[i], time.Time{}, nil)
 			}
 			rows.recycle(chunk)
+			if chained {
+				break
+			}
 		}
-		<-rows.done
-		if err := rows.err; err != nil {
-			fileErr = err
+		if !chained {
+			<-rows.done
+			if err := rows.err; err != nil {
+				fileErr = err
+			}
 		}
 	}
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
+	}
+	if chained {
+		// The two passes make the whole report, its chains' problems
+		// included.
+		return Result{}, errChained
 	}
 	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
 	if errors.Is(txErr, errRowsRejected) || fileErr != nil {

@@ -48,7 +48,8 @@ type Source struct {
 	Hosts []string
 }
 
-// Sources answers a sync with the tasks that run now.
+// Sources answers a sync, and the chains of a file, with the tasks that
+// run now.
 type Sources interface {
 	// WaitApplied returns once the engine has applied each input
 	// partition up to the offset given for it, and what the other
@@ -59,6 +60,9 @@ type Sources interface {
 	SourceTasks(ctx context.Context, s Source, fn func(diff.Current) error) error
 	// Tasks calls fn with each task of keys that runs or ended.
 	Tasks(ctx context.Context, keys []string, fn func(diff.Current) error) error
+	// Followers calls fn once with each task that runs (Live) and
+	// follows any of the tasks of keys.
+	Followers(ctx context.Context, keys []string, fn func(diff.Current) error) error
 }
 
 // syncWait bounds the wait for the engine to apply the commands before a
@@ -91,12 +95,47 @@ func (s *syncRows) add(r converters.Row, valid bool) {
 	s.entries = append(s.entries, e)
 }
 
+// leaveOut makes the rows of lines, valid but left out by the chain
+// checks, kept: they delete nothing, and change nothing.
+func (s *syncRows) leaveOut(lines map[int]struct{}) {
+	if len(lines) == 0 {
+		return
+	}
+	s.entries = slices.DeleteFunc(s.entries, func(e diff.Entry) bool {
+		if _, out := lines[e.Row]; out {
+			s.kept = append(s.kept, e.Key)
+			return true
+		}
+		return false
+	})
+}
+
 // syncPlan is a sync's decision about one file.
 type syncPlan struct {
 	plan     *diff.Plan
 	removals []string
 	lines    []string // every change, one per line
 	diff     record.Diff
+	// orphans are the tasks it would delete that tasks it keeps still
+	// follow: they refuse the file, whatever it is held for.
+	orphans []diff.Orphan
+}
+
+// orphaned is the rejection of f, whose new version would delete tasks
+// that others still follow, from the rows rej counted.
+func (p *syncPlan) orphaned(f File, rej *RejectedError) *RejectedError {
+	more := ""
+	if n := len(p.orphans); n > 1 {
+		more = fmt.Sprintf(" (and %d more tasks that others follow)", n-1)
+	}
+	out := &RejectedError{File: f.Name, Rows: rej.Rows, Warnings: rej.Warnings,
+		Err: fmt.Errorf("the new version %s%s; nothing was injected: change the followers' after first, or keep the task", p.orphans[0], more)}
+	if len(p.orphans) > 1 {
+		for _, o := range p.orphans {
+			out.fail(f.Name+": "+o.String(), len(p.orphans))
+		}
+	}
+	return out
 }
 
 // maxReportLines bounds the lines of a held file's report.
@@ -120,7 +159,7 @@ func (in *Injector) readScope(ctx context.Context, f File) *scopeRead {
 	s := &scopeRead{done: make(chan struct{}), plan: diff.NewPlan()}
 	go func() {
 		defer close(s.done)
-		if s.err = in.applied(ctx, f); s.err != nil || f.Sync == nil || f.Sync.ByHost {
+		if s.err = in.applied(ctx, "sync "+f.Name); s.err != nil || f.Sync == nil || f.Sync.ByHost {
 			return
 		}
 		s.err = in.cfg.Sources.SourceTasks(ctx, Source{Folder: f.Folder, File: f.Name}, s.add(f))
@@ -136,6 +175,17 @@ func (s *scopeRead) add(f File) func(diff.Current) error {
 			f.Progress()
 		}
 		return nil
+	}
+}
+
+// ready returns once the barrier of the scope's reading is passed: the
+// store answers for every command committed before the file.
+func (s *scopeRead) ready(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -165,14 +215,15 @@ func (s *scopeRead) wait(ctx context.Context, in *Injector, f File, rows *syncRo
 }
 
 // applied writes a barrier and waits until the engine has applied every
-// command committed before it, and the store answers for them.
-func (in *Injector) applied(ctx context.Context, f File) error {
+// command committed before it, and the store answers for them, before
+// what it says ("sync jobs.csv").
+func (in *Injector) applied(ctx context.Context, what string) error {
 	if in.cfg.Sources == nil {
-		return fmt.Errorf("sync %s: this injector has no task store to compare with: drop the file into its folder of a running node", f.Name)
+		return fmt.Errorf("%s: this injector has no task store to compare with: drop the file into its folder of a running node", what)
 	}
 	offsets, err := in.barrier(ctx)
 	if err != nil {
-		return fmt.Errorf("sync %s: %w: %w", f.Name, ErrUnavailable, err)
+		return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, syncWait)
 	defer cancel()
@@ -180,7 +231,7 @@ func (in *Injector) applied(ctx context.Context, f File) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("sync %s: waiting for the engine to apply the commands before it: %w: %w", f.Name, ErrUnavailable, err)
+		return fmt.Errorf("%s: waiting for the engine to apply the commands before it: %w: %w", what, ErrUnavailable, err)
 	}
 	return nil
 }
@@ -221,6 +272,11 @@ func (in *Injector) planSync(ctx context.Context, f File, rows *syncRows, scope 
 			p.lines = append(p.lines, l)
 		}
 	}
+	if scoped {
+		if p.orphans, err = in.orphans(ctx, f, p.plan); err != nil {
+			return nil, err
+		}
+	}
 	c := p.plan.Counts
 	p.diff = record.Diff{Added: c.Added, Changed: c.Changed, Removed: c.Removed, Unchanged: c.Unchanged, Scope: c.Scope,
 		Lines: p.lines[:min(len(p.lines), record.MaxDiffLines)]}
@@ -237,6 +293,24 @@ func (in *Injector) planSync(ctx context.Context, f File, rows *syncRows, scope 
 			c.Removed, c.Scope, 100*float64(c.Removed)/float64(c.Scope), 100*maxRemove)
 	}
 	return p, nil
+}
+
+// orphans are the tasks plan deletes that tasks it keeps still follow,
+// the running tasks outside it included.
+func (in *Injector) orphans(ctx context.Context, f File, plan *diff.Plan) ([]diff.Orphan, error) {
+	deleted := plan.Deleted()
+	if len(deleted) == 0 {
+		return nil, nil
+	}
+	var others []diff.Current
+	err := in.cfg.Sources.Followers(ctx, deleted, func(c diff.Current) error {
+		others = append(others, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sync %s: %w: %w", f.Name, ErrUnavailable, err)
+	}
+	return plan.Orphans(others), nil
 }
 
 // barrier writes a barrier record to every input partition, in a
@@ -329,7 +403,9 @@ func (in *Injector) RejectHeld(ctx context.Context, f File, b record.Batch, reas
 // injecting anything: for a file of a sync folder (f.Sync), what it adds,
 // changes and deletes of its source, and whether it would be held; for
 // another file, what its rows add and change. The lines list every
-// change. A file with invalid rows is a *RejectedError.
+// change. A file with invalid rows (its chains' problems included), or
+// whose new version would delete tasks that others still follow, is a
+// *RejectedError.
 func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter, opts converters.Options) (record.Diff, []string, error) {
 	if f.Name == "" {
 		f.Name = filepath.Base(f.Path)
@@ -338,9 +414,17 @@ func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter,
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	scope := in.readScope(cctx, f)
-	_, rej, _ := in.check(ctx, f, conv, opts, rows, nil)
+	chains := NewChainCheck(f.Name)
+	_, rej, skip := in.check(ctx, f, conv, opts, rows, chains, nil)
 	if ctx.Err() != nil {
 		return record.Diff{}, nil, ctx.Err()
+	}
+	if rej.Err == nil {
+		if err := in.checkChains(ctx, f, chains, rej, skip, rows, scope.ready); err != nil {
+			cancel()
+			<-scope.done
+			return record.Diff{}, nil, err
+		}
 	}
 	if rej.Err != nil || rej.Bad > 0 {
 		cancel()
@@ -350,6 +434,9 @@ func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter,
 	p, err := in.planSync(ctx, f, rows, scope)
 	if err != nil {
 		return record.Diff{}, nil, err
+	}
+	if len(p.orphans) > 0 {
+		return p.diff, p.lines, p.orphaned(f, rej)
 	}
 	return p.diff, p.lines, nil
 }

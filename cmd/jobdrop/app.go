@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -417,6 +418,11 @@ func (w wholeStore) Tasks(ctx context.Context, keys []string, fn func(diff.Curre
 	return w.whole(ctx, func() error { return w.st.TasksByKey(ctx, keys, currentOf(false, fn)) })
 }
 
+// Followers answers the live tasks that follow any of keys.
+func (w wholeStore) Followers(ctx context.Context, keys []string, fn func(diff.Current) error) error {
+	return w.whole(ctx, func() error { return w.st.Followers(ctx, keys, currentOf(false, fn)) })
+}
+
 // currentOf reads the store's tasks for a sync: a task whose definition is
 // not known (only its end was recorded) is left out, as if it did not run.
 func currentOf(inScope bool, fn func(diff.Current) error) func(store.SourceTask) error {
@@ -470,12 +476,24 @@ func consoleConfig(cfg Config, inj *injector.Injector, cmds *commandwriter.Write
 				return err
 			}
 			check := injector.NewRowCheck(name, cfg.Topics)
-			return conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
+			chains := injector.NewChainCheck(name)
+			err = conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
 				if r.Err == nil {
 					r.Err = check.Check(r)
 				}
+				chains.Row(&r, r.Err == nil)
 				return emit(r.Line, r.Def, r.Err)
 			})
+			if err != nil {
+				return err
+			}
+			// The chains are known once every row is: their problems are
+			// the file's. Those with the running tasks are the Differ's.
+			probs, err := chains.Check(ctx, nil, false)
+			if lines := probs.Lines(); err == nil && len(lines) > 0 {
+				err = errors.New(strings.Join(lines, "\n"))
+			}
+			return err
 		}
 		wc.Differ = func(ctx context.Context, dir, name, path string) (record.Diff, []string, error) {
 			into := folder

@@ -17,7 +17,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/record"
 )
 
 // yamlPaths lists every key path of t, as "kafka.embedded.listen".
@@ -273,5 +275,101 @@ func TestInjectSaysWhenNoBrokerAnswers(t *testing.T) {
 	err := mainErr(context.Background(), []string{"inject", path}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "no Kafka broker answered at") || !strings.Contains(err.Error(), "jobdrop run") {
 		t.Errorf("inject with no broker: %v, want it to say no broker answered and where", err)
+	}
+}
+
+// TestConvertRefusesTheChainsInjectRefuses: the dry run checks the chains
+// a drop checks, but for the running tasks it cannot ask about: a
+// predecessor the file deletes, and a cycle; a name outside the file is
+// left unchecked. The rows come from an exec converter that prints the
+// file as it is.
+func TestConvertRefusesTheChainsInjectRefuses(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "jobdrop.yaml")
+	if err := os.WriteFile(conf, []byte("watch:\n  - dir: "+filepath.Join(dir, "inbox")+"\n    converter: exec\n    exec:\n      program: cat\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	def := func(name, after string) string {
+		d := `{"host":"acme","name":"` + name + `","topic":"jobs"`
+		if after == "" {
+			return d + `,"cron":"0 1 * * *"}` + "\n"
+		}
+		return d + `,"after":` + after + "}\n"
+	}
+	for _, tc := range []struct {
+		name, rows string
+		want       []string // on stderr; none: exit status 0
+	}{
+		{"a chain", def("extract", "") + def("load", `["extract"]`) + def("report", `["load","other/audit"]`), nil},
+		{"a predecessor the file deletes", def("extract", "") + `{"host":"acme","name":"old","action":"DELETE"}` + "\n" + def("load", `["extract","old"]`),
+			[]string{`row 3: column after: value "old": predecessor acme/old is deleted by row 2 of the file`, "1 invalid row"}},
+		{"a cycle", def("a", `["b"]`) + def("b", `["a"]`),
+			[]string{"jobs.jsonl: column after: the chains close a cycle, acme/a → acme/b → acme/a (acme/a at row 1, acme/b at row 2)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "jobs.jsonl")
+			if err := os.WriteFile(path, []byte(tc.rows), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			err := mainErr(context.Background(), []string{"convert", "--config", conf, path}, &stdout, &stderr)
+			if len(tc.want) == 0 {
+				if err != nil || stderr.Len() > 0 || strings.Count(stdout.String(), "\n") != 3 {
+					t.Fatalf("exit %v, stderr %q, stdout %q; want the three definitions", err, stderr.String(), stdout.String())
+				}
+				return
+			}
+			var exit exitError
+			if !errors.As(err, &exit) || exit != 1 {
+				t.Fatalf("exit %v, want status 1; stderr %q", err, stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr %q lacks %q", stderr.String(), w)
+				}
+			}
+		})
+	}
+}
+
+// TestInjectWithoutADatabaseSaysWhatItLeftUnchecked: jobdrop inject
+// beside no node's database cannot ask whether the tasks a file follows
+// outside it run: it injects the file with its links, and says which
+// predecessors it left unchecked.
+func TestInjectWithoutADatabaseSaysWhatItLeftUnchecked(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	topics := record.Topics{}.WithDefaults()
+	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 1, -1); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv("JOBDROP_KAFKA_BROKERS", strings.Join(brokers, ","))
+	t.Setenv("JOBDROP_DATA_DIR", filepath.Join(dir, "data"))
+	t.Setenv("JOBDROP_WATCH_0_DIR", filepath.Join(dir, "inbox"))
+	t.Setenv("JOBDROP_WATCH_0_CONVERTER", "exec")
+	t.Setenv("JOBDROP_WATCH_0_EXEC_PROGRAM", "cat")
+	path := filepath.Join(dir, "jobs.jsonl")
+	if err := os.WriteFile(path, []byte(`{"host":"acme","name":"load","topic":"jobs","cron":"0 1 * * *"}`+"\n"+
+		`{"host":"acme","name":"report","topic":"jobs","after":["load","extract"]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := mainErr(context.Background(), []string{"inject", path}, &stdout, &stderr); err != nil {
+		t.Fatalf("inject: %v; stderr %q", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "jobs.jsonl: injected, 2 rows, 0 rejected") ||
+		stderr.String() != "warning: jobs.jsonl: row 2: column after: predecessor acme/extract is not in the file and was not checked: no task store to ask whether it runs\n" {
+		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+	var links []string
+	for _, rec := range kafkatest.Drain(t, brokers, topics.Input) {
+		for _, h := range rec.Headers {
+			if h.Key == record.HeaderLink {
+				links = append(links, string(rec.Key))
+			}
+		}
+	}
+	if slices.Sort(links); !slices.Equal(links, []string{"acme/extract", "acme/load"}) {
+		t.Errorf("links keyed by %q, want acme/extract and acme/load", links)
 	}
 }

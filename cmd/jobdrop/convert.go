@@ -24,7 +24,11 @@ type previewed struct {
 
 // convert is the dry run: definitions as JSON lines on stdout (each with
 // the cron dialect it is read in), row errors and warnings on stderr, exit
-// status 1 when any row is invalid.
+// status 1 when any row is invalid. The chains of the file are checked
+// once every row is read: a row whose predecessor is not in the file is
+// reported then (its definition was printed already), and so is a
+// cycle. With no task store, a predecessor outside the file is left
+// unchecked: it may run already.
 func convert(ctx context.Context, cfg Config, path, dir string, preview int, from string, stdout, stderr io.Writer) error {
 	if err := regularFile(path); err != nil {
 		return err
@@ -47,6 +51,7 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 	enc.SetEscapeHTML(false)
 	bad := 0
 	check := injector.NewRowCheck(filepath.Base(path), cfg.Topics)
+	chains := injector.NewChainCheck(filepath.Base(path))
 	err = conv.Convert(ctx, path, folder.Options, func(r converters.Row) error {
 		// A warning is said, not held against the file: the exit status
 		// stays that of the rows.
@@ -56,6 +61,7 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 		if r.Err == nil {
 			r.Err = check.Check(r)
 		}
+		chains.Row(&r, r.Err == nil)
 		if r.Err != nil {
 			bad++
 			for _, e := range converters.RowErrors(r.Err) {
@@ -86,6 +92,22 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitError(1)
+	}
+	probs, err := chains.Check(ctx, nil, false)
+	if err != nil {
+		return err
+	}
+	rows := map[int]bool{}
+	for _, e := range probs.Rows {
+		fmt.Fprintln(stderr, e)
+		rows[e.Row] = true
+	}
+	bad += len(rows)
+	if probs.Cycle != nil {
+		fmt.Fprintln(stderr, probs.Cycle)
+		if bad == 0 {
+			return exitError(1)
+		}
 	}
 	if bad > 0 {
 		if bad == 1 {

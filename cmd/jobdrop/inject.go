@@ -45,7 +45,9 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 		return err
 	}
 	// The running instance's database knows the batches injected before,
-	// and the tasks a file of a sync folder is compared with.
+	// the tasks a file of a sync folder is compared with, and those the
+	// rows of a file may follow (after). Without it, a predecessor outside
+	// the file is not checked: the file's warnings name it.
 	var batches injector.Batches
 	var sources injector.Sources
 	file := folder.file(path, "", filepath.Clean(folder.Dir))
@@ -101,6 +103,9 @@ func injectFile(ctx context.Context, cfg Config, path, dir string, log *slog.Log
 	}
 	if res.Report != nil {
 		fmt.Fprintln(stderr, res.Report)
+	}
+	for _, w := range res.Batch.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprintf(stdout, "%s: %s, %d rows, %d rejected, batch %s\n", res.Batch.File, res.Outcome, res.Batch.Rows, res.Batch.Rejected, res.Batch.ID)
 	if d := res.Batch.Diff; d != nil {

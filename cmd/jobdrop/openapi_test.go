@@ -153,6 +153,16 @@ func TestOpenAPIContract(t *testing.T) {
 		return len(defs) == 5
 	})
 	c.want(200, exchange{method: "GET", path: "/schedulers?host=lightapi.net&name=market-1&unit=minute", user: "vera"})
+	// A chain: a task that follows one that runs, with the outcome it
+	// waits for, a delay and retries; following no running task is
+	// refused, naming the predecessor.
+	chained := `{"host":"chain.example","name":"report","topic":"batch-jobs","after":["api.example/nightly"],"on":"done","delay":60000,` +
+		`"retry":{"attempts":3,"delay":600000,"multiplier":2,"maxDelay":3600000}}`
+	c.want(200, exchange{method: "POST", path: "/schedulers", user: "ada", body: []byte(chained)})
+	if a := c.want(400, exchange{method: "POST", path: "/schedulers", user: "ada",
+		body: []byte(strings.Replace(chained, "api.example/nightly", "api.example/nothing", 1))}); !strings.Contains(string(a.body), "predecessor api.example/nothing is not a running task") {
+		t.Errorf("POST /schedulers following no running task: %s, want the predecessor named", a.body)
+	}
 	c.want(400, exchange{method: "GET", path: "/schedulers?unit=fortnight", user: "vera"})
 
 	// Files: one injected, one rejected, the first dropped again, and a

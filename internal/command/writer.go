@@ -74,9 +74,15 @@ func (w *Writer) Close() {
 
 // Send writes commands that did not come from a file (the REST API and
 // the console) in one transaction; the engine audits each as it applies
-// it.
+// it. The link records of every chained definition go first, so that a
+// predecessor sent in the same call is watched from its first fire.
 func (w *Writer) Send(ctx context.Context, actor string, defs ...task.Definition) error {
 	return w.transact(ctx, func(produce func(*kgo.Record)) error {
+		for i := range defs {
+			for _, link := range LinkRecords(w.cfg.Topics.Input, &defs[i]) {
+				produce(link)
+			}
+		}
 		for i := range defs {
 			produce(w.command(&defs[i], actor))
 		}

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,6 +96,59 @@ func TestWritesCommandsAndReports(t *testing.T) {
 	audits := kafkatest.Decode[record.Audit](t, kafkatest.Drain(t, brokers, topics.Audit))
 	if len(audits) != 1 || audits[0].Action != "execution.running" || audits[0].Object != "fire-1" || audits[0].Detail != "started" {
 		t.Errorf("audit events %+v, want the report's alone (logs are not audited)", audits)
+	}
+}
+
+// TestSendPutsLinksBeforeCommands: a chain sent in one call is one
+// transaction whose link records, keyed by each predecessor, come before
+// every command in each partition; a DELETE has none.
+func TestSendPutsLinksBeforeCommands(t *testing.T) {
+	w, brokers, topics := newWriter(t)
+	def := func(name string, after ...string) task.Definition {
+		d := task.Definition{Host: "acme", Name: name, Action: task.Insert, Topic: "jobs", After: after}
+		if len(after) == 0 {
+			d.Cron = "0 1 * * *"
+		}
+		return d
+	}
+	defs := []task.Definition{def("extract"), def("transform", "extract"), def("load", "extract"),
+		def("report", "transform", "load", "other/audit"), {Host: "acme", Name: "old", Action: task.Delete, After: []string{"extract"}}}
+	if err := w.Send(context.Background(), "alice", defs...); err != nil {
+		t.Fatal(err)
+	}
+	recs := kafkatest.Drain(t, brokers, topics.Input)
+	var links, cmds []string
+	commandSeen := map[int32]bool{}
+	for _, rec := range recs {
+		op := ""
+		for _, h := range rec.Headers {
+			if h.Key == record.HeaderLink {
+				op = string(h.Value)
+			}
+		}
+		if op == "" {
+			commandSeen[rec.Partition] = true
+			cmds = append(cmds, string(rec.Key))
+			continue
+		}
+		var l record.Link
+		if err := json.Unmarshal(rec.Value, &l); err != nil {
+			t.Fatal(err)
+		}
+		if commandSeen[rec.Partition] {
+			t.Errorf("link %s → %s after a command of partition %d", rec.Key, l.Follower, rec.Partition)
+		}
+		links = append(links, op+" "+string(rec.Key)+" → "+l.Follower)
+	}
+	slices.Sort(links)
+	slices.Sort(cmds)
+	want := []string{"add acme/extract → acme/load", "add acme/extract → acme/transform", "add acme/load → acme/report",
+		"add acme/transform → acme/report", "add other/audit → acme/report"}
+	if !slices.Equal(links, want) {
+		t.Errorf("links %q, want %q", links, want)
+	}
+	if want := []string{"acme/extract", "acme/load", "acme/old", "acme/report", "acme/transform"}; !slices.Equal(cmds, want) {
+		t.Errorf("commands %q, want %q", cmds, want)
 	}
 }
 

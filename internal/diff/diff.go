@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -54,11 +55,15 @@ func Decode(b []byte, d *task.Definition) error { return segjson.Unmarshal(b, d)
 // known is what a Plan keeps of a current task.
 type known struct {
 	sum     [32]byte
-	when    string // its schedule in words
+	when    string   // its schedule in words
+	after   []string // the keys of its predecessors, when it runs
 	live    bool
 	inScope bool
 	paused  bool
 	seen    bool
+	// redefined: a row of the new version defines it, whose
+	// predecessors are its own from now on.
+	redefined bool
 }
 
 // Counts is the size of a diff.
@@ -81,11 +86,17 @@ type Entry struct {
 	Action task.Action
 	When   string // its schedule in words
 	Row    int    // where it is in the file, for the report
+	// After are the keys of the tasks it follows.
+	After []string
 }
 
 // EntryOf is the Entry of a row's definition.
 func EntryOf(d *task.Definition) Entry {
-	return Entry{Key: d.Key(), Sum: Sum(d), Action: d.Action, When: d.When()}
+	e := Entry{Key: d.Key(), Sum: Sum(d), Action: d.Action, When: d.When()}
+	if d.Chained() && !d.Action.KeyOnly() {
+		e.After = d.Predecessors()
+	}
+	return e
 }
 
 // Plan decides what a new version of a source does. Build it with
@@ -95,11 +106,17 @@ func EntryOf(d *task.Definition) Entry {
 // however often it is asked. A Plan is not safe for concurrent use.
 type Plan struct {
 	tasks map[string]*known
+	// follows holds the predecessors of each row of the new version
+	// that follows tasks, by key.
+	follows map[string][]string
+	// dropped are the live tasks the DELETE rows of the new version
+	// remove.
+	dropped []string
 	Counts
 }
 
 // NewPlan starts an empty plan.
-func NewPlan() *Plan { return &Plan{tasks: map[string]*known{}} }
+func NewPlan() *Plan { return &Plan{tasks: map[string]*known{}, follows: map[string][]string{}} }
 
 // Knows reports whether the plan has the task of key.
 func (p *Plan) Knows(key string) bool { _, ok := p.tasks[key]; return ok }
@@ -107,6 +124,9 @@ func (p *Plan) Knows(key string) bool { _, ok := p.tasks[key]; return ok }
 // Add adds one current task to the plan, before any row is counted.
 func (p *Plan) Add(c Current) {
 	k := &known{sum: Sum(&c.Definition), when: c.Definition.When(), live: c.Live, inScope: c.InScope, paused: c.Definition.Paused()}
+	if c.Live && c.Definition.Chained() {
+		k.after = c.Definition.Predecessors()
+	}
 	if old, ok := p.tasks[c.Key]; ok {
 		if old.inScope && old.live {
 			p.Scope--
@@ -149,6 +169,10 @@ func (p *Plan) Count(e Entry) (Kind, string) {
 	k := p.tasks[e.Key]
 	if k != nil {
 		k.seen = true
+		k.redefined = k.redefined || !e.Action.KeyOnly()
+	}
+	if len(e.After) > 0 {
+		p.follows[e.Key] = e.After
 	}
 	kd := kind(k, e)
 	var line string
@@ -165,6 +189,7 @@ func (p *Plan) Count(e Entry) (Kind, string) {
 		}
 	case Removed:
 		p.Counts.Removed++
+		p.dropped = append(p.dropped, e.Key)
 		line = fmt.Sprintf("- %s: %s", e.Key, k.when)
 	default:
 		p.Unchanged++
@@ -212,4 +237,92 @@ func (p *Plan) Command(d task.Definition) *task.Definition {
 func Delete(key string) task.Definition {
 	host, name, _ := task.SplitKey(key)
 	return task.Definition{Host: host, Name: name, Action: task.Delete}
+}
+
+// Deleted lists, sorted, every live task the new version deletes: those
+// Removals lists and those its DELETE rows remove. Call it after
+// Removals.
+func (p *Plan) Deleted() []string {
+	keys := slices.Clone(p.dropped)
+	for key, k := range p.tasks {
+		if k.inScope && k.live && !k.seen {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// Orphan is a task a new version deletes that tasks it keeps still
+// follow: they would wait for it for ever.
+type Orphan struct {
+	Key string
+	// Followers are the tasks that follow it, sorted.
+	Followers []string
+}
+
+// maxFollowersNamed bounds the followers an Orphan's message names.
+const maxFollowersNamed = 10
+
+// String says it: "removes acme/extract, which acme/load and
+// acme/transform still follow".
+func (o Orphan) String() string {
+	names := o.Followers[:min(len(o.Followers), maxFollowersNamed)]
+	list := names[0]
+	switch {
+	case len(o.Followers) > len(names):
+		list = strings.Join(names, ", ") + fmt.Sprintf(" and %d more", len(o.Followers)-len(names))
+	case len(names) > 1:
+		list = strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	}
+	verb := "follows"
+	if len(o.Followers) > 1 {
+		verb = "follow"
+	}
+	return fmt.Sprintf("removes %s, which %s still %s", o.Key, list, verb)
+}
+
+// Orphans lists, by key, the tasks the new version deletes (Deleted) that
+// a task it keeps still follows: a row of the new version, a live task
+// of the plan it leaves alone, or one of others, the live tasks outside
+// the plan that follow a deleted task (a task the plan knows is judged by
+// the plan: a row redefines it, or the version deletes it). Call it after
+// Removals.
+func (p *Plan) Orphans(others []Current) []Orphan {
+	deleted := map[string][]string{}
+	for _, key := range p.Deleted() {
+		deleted[key] = nil
+	}
+	if len(deleted) == 0 {
+		return nil
+	}
+	follows := func(follower string, preds []string) {
+		for _, pred := range preds {
+			if fs, ok := deleted[pred]; ok && !slices.Contains(fs, follower) {
+				deleted[pred] = append(fs, follower)
+			}
+		}
+	}
+	for key, preds := range p.follows {
+		follows(key, preds)
+	}
+	for key, k := range p.tasks {
+		if _, gone := deleted[key]; !gone && k.live && !k.redefined && len(k.after) > 0 {
+			follows(key, k.after)
+		}
+	}
+	for _, c := range others {
+		if !p.Knows(c.Key) && c.Live {
+			follows(c.Key, c.Definition.Predecessors())
+		}
+	}
+	var out []Orphan
+	for key, fs := range deleted {
+		if len(fs) > 0 {
+			slices.Sort(fs)
+			out = append(out, Orphan{Key: key, Followers: fs})
+		}
+	}
+	slices.SortFunc(out, func(a, b Orphan) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -89,5 +90,112 @@ func TestRemovalsAreTheScopeTheVersionLeftOut(t *testing.T) {
 	}
 	if c := p.Counts; c.Scope != 3 || c.Removed != 2 || c.Unchanged != 1 {
 		t.Errorf("counts %+v, want scope 3, 2 removed, 1 unchanged", c)
+	}
+}
+
+// TestOrphansAreDeletedTasksThatOthersStillFollow: a version that deletes
+// a task (by leaving it out, or by a DELETE row) that a task it keeps
+// still follows names it with its followers, whichever way the follower
+// stays: a row of the version, a task of another source, a live task the
+// plan leaves alone. A follower the version deletes too, or redefines
+// without the deleted task, orphans nothing.
+func TestOrphansAreDeletedTasksThatOthersStillFollow(t *testing.T) {
+	after := func(name string, preds ...string) task.Definition {
+		d := cron(name, "0 1 * * *")
+		d.After = preds
+		return d
+	}
+	for _, tc := range []struct {
+		name    string
+		current []Current
+		rows    []task.Definition
+		others  []Current // live followers outside the plan, as the store answers them
+		want    []string
+	}{
+		{
+			name: "a row follows a task left out",
+			current: []Current{
+				{Key: "acme/extract", Definition: cron("extract", "0 1 * * *"), Live: true, InScope: true},
+				{Key: "acme/transform", Definition: after("transform", "extract"), Live: true, InScope: true},
+			},
+			rows: []task.Definition{after("transform", "extract"), after("load", "extract")},
+			want: []string{"removes acme/extract, which acme/load and acme/transform still follow"},
+		},
+		{
+			name: "a task of another source follows a task left out",
+			current: []Current{
+				{Key: "acme/extract", Definition: cron("extract", "0 1 * * *"), Live: true, InScope: true},
+				{Key: "acme/keep", Definition: cron("keep", "0 1 * * *"), Live: true, InScope: true},
+			},
+			rows:   []task.Definition{cron("keep", "0 1 * * *")},
+			others: []Current{{Key: "other/report", Definition: task.Definition{Host: "other", Name: "report", After: []string{"acme/extract"}}, Live: true}},
+			want:   []string{"removes acme/extract, which other/report still follows"},
+		},
+		{
+			name: "a DELETE row of a task a kept task follows",
+			current: []Current{
+				{Key: "acme/extract", Definition: cron("extract", "0 1 * * *"), Live: true},
+				{Key: "acme/load", Definition: after("load", "extract"), Live: true},
+			},
+			rows: []task.Definition{{Host: "acme", Name: "extract", Action: task.Delete}, {Host: "acme", Name: "load", Action: task.Trigger}},
+			want: []string{"removes acme/extract, which acme/load still follows"},
+		},
+		{
+			name: "the follower is deleted too",
+			current: []Current{
+				{Key: "acme/extract", Definition: cron("extract", "0 1 * * *"), Live: true, InScope: true},
+				{Key: "acme/transform", Definition: after("transform", "extract"), Live: true, InScope: true},
+				{Key: "acme/keep", Definition: cron("keep", "0 1 * * *"), Live: true, InScope: true},
+			},
+			rows: []task.Definition{cron("keep", "0 1 * * *")},
+		},
+		{
+			name: "the follower is redefined without it",
+			current: []Current{
+				{Key: "acme/extract", Definition: cron("extract", "0 1 * * *"), Live: true, InScope: true},
+				{Key: "acme/transform", Definition: after("transform", "extract"), Live: true, InScope: true},
+			},
+			rows: []task.Definition{cron("transform", "0 2 * * *")},
+			// The store still answers the stored definition: the plan's
+			// row wins.
+			others: []Current{{Key: "acme/transform", Definition: after("transform", "extract"), Live: true}},
+		},
+		{
+			name: "an ended follower",
+			current: []Current{
+				{Key: "acme/extract", Definition: cron("extract", "0 1 * * *"), Live: true, InScope: true},
+				{Key: "acme/keep", Definition: cron("keep", "0 1 * * *"), Live: true, InScope: true},
+			},
+			rows:   []task.Definition{cron("keep", "0 1 * * *")},
+			others: []Current{{Key: "other/report", Definition: task.Definition{Host: "other", Name: "report", After: []string{"acme/extract"}}}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewPlan()
+			for _, c := range tc.current {
+				p.Add(c)
+			}
+			for i := range tc.rows {
+				p.Count(EntryOf(&tc.rows[i]))
+			}
+			p.Removals()
+			var got []string
+			for _, o := range p.Orphans(tc.others) {
+				got = append(got, o.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("orphans %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOrphanNamesAtMostTenFollowers(t *testing.T) {
+	o := Orphan{Key: "acme/root"}
+	for i := range 12 {
+		o.Followers = append(o.Followers, fmt.Sprintf("acme/f%02d", i))
+	}
+	if got, want := o.String(), "removes acme/root, which acme/f00, acme/f01, acme/f02, acme/f03, acme/f04, acme/f05, acme/f06, acme/f07, acme/f08, acme/f09 and 2 more still follow"; got != want {
+		t.Errorf("%q\nwant %q", got, want)
 	}
 }

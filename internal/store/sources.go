@@ -92,6 +92,30 @@ func (s *Store) TasksByKey(ctx context.Context, keys []string, fn func(SourceTas
 	return nil
 }
 
+// Followers calls fn once with each live task (active or paused) that
+// follows any of the tasks of keys: whose definition's after names one,
+// as a task of its own host by name alone or as host/name.
+func (s *Store) Followers(ctx context.Context, keys []string, fn func(SourceTask) error) error {
+	for len(keys) > 0 {
+		n := min(len(keys), maxKeysPerQuery)
+		// instr spares the JSON reading of the definitions that follow
+		// nothing, nearly all of them.
+		q := `SELECT key, definition, status FROM tasks t WHERE status = ? AND instr(definition, '"after"') > 0
+			AND EXISTS (SELECT 1 FROM json_each(t.definition, '$.after') a
+				WHERE CASE WHEN instr(a.value, '/') > 0 THEN a.value ELSE t.host || '/' || a.value END IN (?` + strings.Repeat(", ?", n-1) + `))`
+		args := make([]any, 0, n+1)
+		args = append(args, storetype.TaskActive)
+		for _, k := range keys[:n] {
+			args = append(args, k)
+		}
+		if err := s.eachSourceTask(ctx, q, args, fn); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
 func (s *Store) eachSourceTask(ctx context.Context, q string, args []any, fn func(SourceTask) error) error {
 	db, done := s.reader()
 	defer done()

@@ -40,8 +40,8 @@ type Source interface {
 // input and status topics, never to the store. internal/command's
 // Writer implements it.
 type Commander interface {
-	// Send commits commands in one transaction; the engine audits each
-	// one under actor.
+	// Send commits commands in one transaction, the link records of the
+	// chained ones first; the engine audits each one under actor.
 	Send(ctx context.Context, actor string, defs ...task.Definition) error
 	// ReportStatus commits a worker's report on an execution with its
 	// audit event.

@@ -127,6 +127,9 @@ func (s *Server) postScheduler(w http.ResponseWriter, r *http.Request) {
 		s.writeFieldErrors(w, fieldError{Field: "topic", Value: d.Topic, Reason: err.Error()})
 		return
 	}
+	if !s.checkChain(w, r, &d) {
+		return
+	}
 	if err := s.cmd.Send(r.Context(), actor(r), d); err != nil {
 		s.sendFailed(w, r, err)
 		return
