@@ -45,7 +45,9 @@ func TestHeldChainInBrowser(t *testing.T) {
 	)
 	screenshot(t, ctx, "chain-graph")
 	within(t, ctx, "report's page to say where the chain stopped",
-		chromedp.Click(chromedp.CSS(`#chains a[data-task="acme/report"]`)),
+		// An SVG link has no click(): a click event, dispatched in the
+		// same step that finds it.
+		waitJS(`((a) => a ? (a.dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true})), true) : false)(document.querySelector('#chains a[data-task="acme/report"]'))`),
 		waitJS(`document.querySelector("#chain-held-reason") !== null && document.querySelector("#chain-held-reason").textContent.includes("acme/transform FAILED")`),
 		waitJS(`document.querySelector('.chain-stopped[data-task="acme/transform"]') !== null`),
 		waitJS(`document.querySelector("#chain-held-reason").textContent.includes("disk full")`),
@@ -54,9 +56,10 @@ func TestHeldChainInBrowser(t *testing.T) {
 	if n := len(firesOf(t, batch)["report"]); n != 0 {
 		t.Fatalf("report fired %d times while held", n)
 	}
+	// A live update may swap the page at any moment: the button is
+	// found and clicked in one step.
 	within(t, ctx, "the release",
-		waitJS(`(window.confirm = () => true, true)`),
-		chromedp.Click(chromedp.CSS("#chain-release button")),
+		waitJS(`(window.confirm = () => true, ((b) => b ? (b.click(), true) : false)(document.querySelector("#chain-release button")))`),
 	)
 	kafkatest.Eventually(t, 60*time.Second, "report released", func() bool { return len(firesOf(t, batch)["report"]) == 1 })
 	within(t, ctx, "the chain no longer held",
