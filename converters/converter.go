@@ -28,7 +28,9 @@ type Converter interface {
 type Row struct {
 	// Line is the 1-based row number a person would look for in the file:
 	// the line of a CSV record (header included), the row of a sheet, the
-	// element of a JSON array, the line of a JSON Lines or crontab file.
+	// element of a JSON array, the line of a JSON Lines or crontab file,
+	// the line of an XML trigger. Rows come in file order; in XML, where
+	// one line may hold more than one trigger, two rows may share a line.
 	Line int
 	Def  task.Definition
 	// Err is a *RowError when the row is invalid; Def is then partial.

@@ -29,7 +29,7 @@ func FuzzQuartzXML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		prev := 0
 		_ = QuartzXML{}.ConvertReader(context.Background(), "fuzz.xml", bytes.NewReader(b), opts, func(r Row) error {
-			if err := checkRow("fuzz.xml", prev, r); err != nil {
+			if err := checkRowFrom("fuzz.xml", prev, r); err != nil {
 				t.Fatal(err)
 			}
 			prev = r.Line
