@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
 
@@ -23,23 +23,23 @@ func appendDefinition(buf []byte, d *task.Definition) []byte {
 		return append(buf, v...)
 	}
 	buf = append(buf, `{"host":`...)
-	buf = appendString(buf, d.Host)
+	buf = record.AppendJSONString(buf, d.Host)
 	buf = append(buf, `,"name":`...)
-	buf = appendString(buf, d.Name)
+	buf = record.AppendJSONString(buf, d.Name)
 	buf = append(buf, `,"action":`...)
-	buf = appendString(buf, string(d.Action))
+	buf = record.AppendJSONString(buf, string(d.Action))
 	buf = append(buf, `,"frequency":`...)
 	if f := d.Frequency; f == nil {
 		buf = append(buf, "null"...)
 	} else {
 		buf = append(buf, `{"timeUnit":`...)
-		buf = appendString(buf, string(f.TimeUnit))
+		buf = record.AppendJSONString(buf, string(f.TimeUnit))
 		buf = append(buf, `,"time":`...)
 		buf = strconv.AppendInt(buf, int64(f.Time), 10)
 		buf = append(buf, '}')
 	}
 	buf = append(buf, `,"topic":`...)
-	buf = appendString(buf, d.Topic)
+	buf = record.AppendJSONString(buf, d.Topic)
 	buf = append(buf, `,"start":`...)
 	if d.Start == nil {
 		buf = append(buf, "null"...)
@@ -50,19 +50,19 @@ func appendDefinition(buf []byte, d *task.Definition) []byte {
 	buf = appendData(buf, d.Data)
 	if d.Cron != "" {
 		buf = append(buf, `,"cron":`...)
-		buf = appendString(buf, d.Cron)
+		buf = record.AppendJSONString(buf, d.Cron)
 	}
 	if d.CronDialect != "" {
 		buf = append(buf, `,"cronDialect":`...)
-		buf = appendString(buf, string(d.CronDialect))
+		buf = record.AppendJSONString(buf, string(d.CronDialect))
 	}
 	if d.Rrule != "" {
 		buf = append(buf, `,"rrule":`...)
-		buf = appendString(buf, d.Rrule)
+		buf = record.AppendJSONString(buf, d.Rrule)
 	}
 	if d.Timezone != "" {
 		buf = append(buf, `,"timezone":`...)
-		buf = appendString(buf, d.Timezone)
+		buf = record.AppendJSONString(buf, d.Timezone)
 	}
 	if d.End != nil {
 		buf = append(buf, `,"end":`...)
@@ -70,7 +70,7 @@ func appendDefinition(buf []byte, d *task.Definition) []byte {
 	}
 	if d.Misfire != "" {
 		buf = append(buf, `,"misfire":`...)
-		buf = appendString(buf, string(d.Misfire))
+		buf = record.AppendJSONString(buf, string(d.Misfire))
 	}
 	if d.Active != nil {
 		buf = append(buf, `,"active":`...)
@@ -86,13 +86,13 @@ func appendDefinition(buf []byte, d *task.Definition) []byte {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendString(buf, a)
+			buf = record.AppendJSONString(buf, a)
 		}
 		buf = append(buf, ']')
 	}
 	if d.On != "" {
 		buf = append(buf, `,"on":`...)
-		buf = appendString(buf, string(d.On))
+		buf = record.AppendJSONString(buf, string(d.On))
 	}
 	if d.Delay != 0 {
 		buf = append(buf, `,"delay":`...)
@@ -110,9 +110,9 @@ func appendData(buf []byte, m map[string]string) []byte {
 	buf = append(buf, '{')
 	if len(m) == 1 {
 		for k, v := range m {
-			buf = appendString(buf, k)
+			buf = record.AppendJSONString(buf, k)
 			buf = append(buf, ':')
-			buf = appendString(buf, v)
+			buf = record.AppendJSONString(buf, v)
 		}
 		return append(buf, '}')
 	}
@@ -126,76 +126,10 @@ func appendData(buf []byte, m map[string]string) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendString(buf, k)
+		buf = record.AppendJSONString(buf, k)
 		buf = append(buf, ':')
-		buf = appendString(buf, m[k])
+		buf = record.AppendJSONString(buf, m[k])
 	}
 	return append(buf, '}')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// safeASCII marks the ASCII bytes encoding/json writes as they are, with
-// its HTML escaping on: not a control character, ", \, <, > or &.
-var safeASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = true
-	}
-	for _, c := range `"\<>&` {
-		t[c] = false
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if safeASCII[b] {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				buf = append(buf, '\\', b)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
-}

@@ -84,18 +84,6 @@ func TestAppendDefinitionRandom(t *testing.T) {
 	}
 }
 
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "<&>", "\u2028\xff", "\"\\\x01"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
 func BenchmarkEncodeCommand(b *testing.B) {
 	start := int64(1772348400000)
 	d := task.Definition{Host: "acme", Name: "job-0000042", Action: task.Insert, Topic: "batch-jobs",
