@@ -132,4 +132,3 @@ func appendData(buf []byte, m map[string]string) []byte {
 	}
 	return append(buf, '}')
 }
-

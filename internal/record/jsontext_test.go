@@ -17,4 +17,3 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
-
