@@ -24,6 +24,8 @@ import (
 // in-memory state may be ahead of Kafka; the caller restores.
 func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) error {
 	t := r.tasks
+	t.remember()
+	defer t.forget()
 	c := newChange()
 	next, err := r.applyAll(ctx, cmds, now, c)
 	if err != nil {
@@ -43,6 +45,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 	r.checkpointed = true
 	r.active.Store(int64(t.n))
 	r.paused.Store(int64(t.paused))
+	t.forget()
 	if err := t.compact(); err != nil {
 		return err
 	}
@@ -301,7 +304,7 @@ func (r *runner) writeExecutions(c *change, now int64, produce func(*kgo.Record)
 		if f.refused != nil {
 			x.Partition, x.Offset = -1, -1
 		}
-		produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: encode(x)})
+		produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: encodeExecution(&x)})
 		if f.msg != nil && f.refused == nil {
 			r.messageAfter(f, produce)
 		}
@@ -346,8 +349,8 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 		return r.messageEvent(f)
 	}
 	d, name := f.shape, f.name()
-	v := encode(firedWire{Fired: record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
-		FiredAt: now, FireID: f.fireID, Triggered: f.triggered, Attempt: f.attempt, Run: f.run, After: f.after}, Data: f.data})
+	v := encodeFired(&record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
+		FiredAt: now, FireID: f.fireID, Triggered: f.triggered, Attempt: f.attempt, Run: f.run, After: f.after}, f.data)
 	rec := &kgo.Record{
 		Topic: d.Topic, Key: []byte(f.key), Value: v,
 		Headers: []kgo.RecordHeader{

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -72,7 +71,7 @@ func (f *fire) name() string { return f.key[len(f.shape.Host)+1:] }
 func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, at int64) *fire {
 	t := r.tasks
 	s := t.at(i)
-	f := &fire{key: key, data: bytes.Clone(data), shape: t.shape(i), src: t.source(i), scheduled: at}
+	f := &fire{key: key, data: t.keep(data), shape: t.shape(i), src: t.source(i), scheduled: at}
 	f.watched = r.runs.watched(key, f.shape)
 	f.fireID = record.FireID(f.shape.Host, f.name(), at)
 	if err := r.e.cfg.Targets.Ensure(ctx, f.shape.Topic); err != nil {

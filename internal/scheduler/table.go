@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"container/heap"
 	"hash/maphash"
 	"slices"
@@ -29,8 +30,12 @@ type table struct {
 
 	spill *spill
 	buf   []byte // scratch for what is read back from spill
-	n     int    // tasks held
-	size  int32  // slots ever used: free ones included
+	// recent, while one transaction is built (see remember), holds the
+	// blobs read back, by offset in the spill: finding, firing and
+	// writing the state of a task read the same blob up to three times.
+	recent map[int64][]byte
+	n      int   // tasks held
+	size   int32 // slots ever used: free ones included
 
 	// faults holds the tasks whose fire the brokers refused, by slot:
 	// few, so kept beside the slots rather than in each. paused counts
@@ -87,19 +92,47 @@ func newTable(sp *spill) *table {
 func (t *table) at(i int32) *slot { return &t.chunks[i/chunkSlots][i%chunkSlots] }
 
 // read loads the key and data of slot i. Both are valid until the next
-// read; data is nil when the task has none.
+// read, or until forget while remembering; data is nil when the task has
+// none. Neither may be written to.
 func (t *table) read(i int32) (key, data []byte, err error) {
 	s := t.at(i)
-	t.buf, err = t.spill.get(t.buf[:0], s.blob())
-	if err != nil {
-		return nil, nil, err
+	blob, cached := t.recent[s.off]
+	if !cached || len(blob) != int(s.n) {
+		if t.recent != nil {
+			blob, err = t.spill.get(make([]byte, 0, s.n), s.blob())
+			t.recent[s.off] = blob
+		} else {
+			t.buf, err = t.spill.get(t.buf[:0], s.blob())
+			blob = t.buf
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 	}
-	key, data = t.buf[:s.keyLen], t.buf[s.keyLen:]
+	key, data = blob[:s.keyLen], blob[s.keyLen:]
 	if len(data) == 0 {
 		data = nil
 	}
 	return key, data, nil
 }
+
+// remember keeps what read loads until forget, for the transaction being
+// built: its reads are bounded by the transaction's size, where a
+// restore reads without bound.
+func (t *table) remember() { t.recent = map[int64][]byte{} }
+
+// keep returns data, read from the table, to hold past the next read:
+// as it is while remembering, else a copy.
+func (t *table) keep(data []byte) []byte {
+	if t.recent != nil {
+		return data
+	}
+	return bytes.Clone(data)
+}
+
+// forget ends remember; it comes before the spill may be rebuilt, which
+// moves every blob.
+func (t *table) forget() { t.recent = nil }
 
 // find returns the slot of the task with key.
 func (t *table) find(key string) (int32, bool, error) {

@@ -160,3 +160,38 @@ func TestEncodeWritesWhatEncodingJSONWrites(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHandEncoders: the event and execution of every fire, written by
+// hand, are byte for byte what encoding/json writes for them.
+func FuzzHandEncoders(f *testing.F) {
+	f.Add("a<b>&c", "n\u2028é\"\\", "f", "", "", int64(1), int64(2), 0, false, "jobs", int64(0), "<2>")
+	f.Add("h", "n", "h/n@1", "h/p@0", "h/q@0", int64(-1), int64(1<<60), 3, true, "", int64(5000), "")
+	f.Add("\xff", "\x01", "", "r", "\t", int64(0), int64(0), 2, false, "t", int64(-3), "\x7f")
+	f.Fuzz(func(t *testing.T, host, name, fireID, run, after string, scheduled, fired int64, attempt int, triggered bool, topic string, timeout int64, job string) {
+		var afters []string
+		if after != "" {
+			afters = []string{after, run}
+		}
+		var data json.RawMessage
+		if job != "" {
+			data = encode(map[string]string{"job": job})
+		}
+		ev := record.Fired{Host: host, Name: name, ScheduledAt: scheduled, FiredAt: fired, FireID: fireID,
+			Triggered: triggered, Attempt: attempt, Run: run, After: afters}
+		want, err := json.Marshal(firedWire{Fired: ev, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeFired(&ev, data); string(got) != string(want) {
+			t.Fatalf("event:\n got %s\nwant %s", got, want)
+		}
+		x := record.Execution{FireID: fireID, Host: host, Name: name, Topic: topic, Partition: int32(attempt), Offset: scheduled,
+			ScheduledAt: scheduled, FiredAt: fired, Batch: job, Timeout: timeout, Collapsed: attempt * 2, Attempt: attempt, Run: run, After: afters}
+		if want, err = json.Marshal(x); err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeExecution(&x); string(got) != string(want) {
+			t.Fatalf("execution:\n got %s\nwant %s", got, want)
+		}
+	})
+}

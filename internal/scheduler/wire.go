@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/json"
+	"strconv"
 
 	segjson "github.com/segmentio/encoding/json"
 
@@ -96,4 +97,97 @@ func rawData(v json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return v
+}
+
+// The two records written for every fire, its event and its execution,
+// are written by hand: the same bytes as encode writes (the tests compare
+// them), in a fraction of the time and with one allocation.
+
+// encodeFired is encode(firedWire{Fired: f, Data: data}), data being
+// compact JSON as encode writes it.
+func encodeFired(f *record.Fired, data json.RawMessage) []byte {
+	b := make([]byte, 0, 160+len(f.Host)+len(f.Name)+len(f.FireID)+len(f.Run)+len(data)+afterLen(f.After))
+	b = append(b, `{"host":`...)
+	b = record.AppendJSONString(b, f.Host)
+	b = append(b, `,"name":`...)
+	b = record.AppendJSONString(b, f.Name)
+	b = appendInt(b, `,"scheduledAt":`, f.ScheduledAt)
+	b = appendInt(b, `,"firedAt":`, f.FiredAt)
+	b = append(b, `,"fireId":`...)
+	b = record.AppendJSONString(b, f.FireID)
+	if f.Triggered {
+		b = append(b, `,"triggered":true`...)
+	}
+	b = appendRetry(b, f.Attempt, f.Run, f.After)
+	b = append(b, `,"data":`...)
+	if len(data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, data...)
+	}
+	return append(b, '}')
+}
+
+// encodeExecution is encode(x).
+func encodeExecution(x *record.Execution) []byte {
+	b := make([]byte, 0, 200+len(x.FireID)+len(x.Host)+len(x.Name)+len(x.Topic)+len(x.Batch)+len(x.Run)+afterLen(x.After))
+	b = append(b, `{"fireId":`...)
+	b = record.AppendJSONString(b, x.FireID)
+	b = append(b, `,"host":`...)
+	b = record.AppendJSONString(b, x.Host)
+	b = append(b, `,"name":`...)
+	b = record.AppendJSONString(b, x.Name)
+	b = append(b, `,"topic":`...)
+	b = record.AppendJSONString(b, x.Topic)
+	b = appendInt(b, `,"partition":`, int64(x.Partition))
+	b = appendInt(b, `,"offset":`, x.Offset)
+	b = appendInt(b, `,"scheduledAt":`, x.ScheduledAt)
+	b = appendInt(b, `,"firedAt":`, x.FiredAt)
+	if x.Batch != "" {
+		b = append(b, `,"batch":`...)
+		b = record.AppendJSONString(b, x.Batch)
+	}
+	if x.Timeout != 0 {
+		b = appendInt(b, `,"timeout":`, x.Timeout)
+	}
+	if x.Collapsed != 0 {
+		b = appendInt(b, `,"collapsed":`, int64(x.Collapsed))
+	}
+	b = appendRetry(b, x.Attempt, x.Run, x.After)
+	return append(b, '}')
+}
+
+// appendRetry appends the attempt, run and after fields an event and its
+// execution share, each omitted when empty.
+func appendRetry(b []byte, attempt int, run string, after []string) []byte {
+	if attempt != 0 {
+		b = appendInt(b, `,"attempt":`, int64(attempt))
+	}
+	if run != "" {
+		b = append(b, `,"run":`...)
+		b = record.AppendJSONString(b, run)
+	}
+	if len(after) > 0 {
+		b = append(b, `,"after":[`...)
+		for i, a := range after {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = record.AppendJSONString(b, a)
+		}
+		b = append(b, ']')
+	}
+	return b
+}
+
+func appendInt(b []byte, field string, v int64) []byte {
+	return strconv.AppendInt(append(b, field...), v, 10)
+}
+
+func afterLen(after []string) int {
+	n := 0
+	for _, a := range after {
+		n += len(a) + 3
+	}
+	return n
 }
