@@ -45,6 +45,10 @@ type Outcome struct {
 	Status  string `json:"status"`
 	Message string `json:"message,omitempty"`
 	At      int64  `json:"at"`
+	// Followers are the followers of Pred the record tells, all on
+	// the input partition of its key (one of them); absent, it tells
+	// the task of its key alone.
+	Followers []string `json:"followers,omitempty"`
 }
 
 // HeaderFireAttempt on a fired event is its attempt when it is a retry

@@ -25,15 +25,39 @@ import (
 // of the partition goes on where it stood.
 
 // applyOutcome applies an outcome record to change c at now: a run of a
-// predecessor of the task rec is keyed by ended.
+// predecessor of the tasks it tells ended (see tell).
 func (r *runner) applyOutcome(ctx context.Context, rec *kgo.Record, now int64, c *change) error {
 	var o record.Outcome
 	if err := segjson.Unmarshal(rec.Value, &o); err != nil || o.Run == "" {
 		r.log.Warn("unreadable outcome skipped", "offset", rec.Offset, "key", string(rec.Key))
 		return nil
 	}
+	if len(o.Followers) == 0 {
+		return r.applyOutcomeTo(ctx, string(rec.Key), &o, now, c)
+	}
+	var elsewhere []string
+	for _, key := range o.Followers {
+		if r.inputPartition(key) != int(r.p) {
+			// Placed here by a writer that counted the input
+			// partitions otherwise: sent on, to its own.
+			elsewhere = append(elsewhere, key)
+			continue
+		}
+		if err := r.applyOutcomeTo(ctx, key, &o, now, c); err != nil {
+			return err
+		}
+	}
+	o.Followers = nil
+	for _, key := range elsewhere {
+		c.forwards = append(c.forwards, r.outcomeRecord(key, o))
+	}
+	return nil
+}
+
+// applyOutcomeTo applies outcome o to the task with key, if it still
+// follows o's predecessor.
+func (r *runner) applyOutcomeTo(ctx context.Context, key string, o *record.Outcome, now int64, c *change) error {
 	t := r.tasks
-	key := string(rec.Key)
 	i, exists, err := t.find(key)
 	if err != nil || !exists {
 		return err

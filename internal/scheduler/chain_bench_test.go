@@ -51,7 +51,12 @@ func startChainWorker(b *testing.B, be *benchEngine, report func(name string) bo
 			var statuses []*kgo.Record
 			w.mu.Lock()
 			fs.EachRecord(func(r *kgo.Record) {
-				var f record.Fired
+				// What a worker reads of an event: not its data.
+				var f struct {
+					Name   string   `json:"name"`
+					FireID string   `json:"fireId"`
+					After  []string `json:"after"`
+				}
 				if json.Unmarshal(r.Value, &f) != nil {
 					return
 				}

@@ -98,6 +98,11 @@ type runner struct {
 	statusNext   map[int32]int64
 	checkpointed bool
 	runs         *runs
+	// inputPartitions is how many partitions the input topic has, as
+	// of the session's start, and inputPartitioner places a key among
+	// them as every producer of commands does (see tell).
+	inputPartitions  int
+	inputPartitioner kgo.TopicPartitioner
 
 	crashed bool // set by testHookBeforeCommit
 
@@ -212,6 +217,9 @@ func (r *runner) session(ctx context.Context) error {
 	r.paused.Store(int64(r.tasks.paused))
 	if err := r.statusFrom(ctx); err != nil {
 		return fmt.Errorf("status topic: %w", err)
+	}
+	if err := r.countInput(ctx); err != nil {
+		return fmt.Errorf("input topic: %w", err)
 	}
 	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "runs", len(r.runs.byRun),
 		"duration_ms", time.Since(start).Milliseconds())
@@ -329,6 +337,21 @@ func (r *runner) statusFrom(ctx context.Context) error {
 			r.statusNext[o.Partition] = o.Offset
 		}
 	})
+	return nil
+}
+
+// countInput learns how many partitions the input topic has, for tell.
+func (r *runner) countInput(ctx context.Context) error {
+	topics, err := kadm.NewClient(r.prod).ListTopics(ctx, r.e.cfg.Topics.Input)
+	if err != nil {
+		return err
+	}
+	t, ok := topics[r.e.cfg.Topics.Input]
+	if !ok || t.Err != nil || len(t.Partitions) == 0 {
+		return fmt.Errorf("input topic %s: not found", r.e.cfg.Topics.Input)
+	}
+	r.inputPartitions = len(t.Partitions)
+	r.inputPartitioner = kgo.StickyKeyPartitioner(nil).ForTopic(r.e.cfg.Topics.Input)
 	return nil
 }
 

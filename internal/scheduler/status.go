@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -96,12 +97,49 @@ func (r *runner) endRun(c *change, u *run, status, message string, now int64) er
 	if err := r.endWithLastRun(c, u.Key, now); err != nil {
 		return err
 	}
-	o := encode(record.Outcome{Pred: u.Key, Run: u.Run, Fire: u.Fire, Status: status, Message: message, At: now})
-	for follower := range r.runs.links[u.Key] {
-		c.forwards = append(c.forwards, &kgo.Record{Topic: r.e.cfg.Topics.Input, Key: []byte(follower), Value: o,
-			Headers: []kgo.RecordHeader{{Key: record.HeaderOutcome, Value: []byte(status)}}})
-	}
+	r.tell(c, record.Outcome{Pred: u.Key, Run: u.Run, Fire: u.Fire, Status: status, Message: message, At: now},
+		slices.Collect(maps.Keys(r.runs.links[u.Key])))
 	return nil
+}
+
+// outcomeFollowers bounds the followers one outcome record tells: a
+// predecessor of a million keeps its records far below the brokers'
+// size limit.
+const outcomeFollowers = 1000
+
+// tell writes outcome o to followers, through the input topic: one
+// record for the followers of each input partition, keyed by one of them
+// (up to outcomeFollowers each), so a predecessor of ten thousand costs a
+// record per partition, not ten thousand.
+func (r *runner) tell(c *change, o record.Outcome, followers []string) {
+	byPartition := map[int][]string{}
+	for _, f := range followers {
+		p := r.inputPartition(f)
+		byPartition[p] = append(byPartition[p], f)
+	}
+	for _, group := range byPartition {
+		slices.Sort(group)
+		for chunk := range slices.Chunk(group, outcomeFollowers) {
+			o.Followers = nil
+			if len(chunk) > 1 {
+				o.Followers = chunk
+			}
+			c.forwards = append(c.forwards, r.outcomeRecord(chunk[0], o))
+		}
+	}
+}
+
+// inputPartition is the input partition of the commands of the task with
+// key.
+func (r *runner) inputPartition(key string) int {
+	return r.inputPartitioner.Partition(&kgo.Record{Key: []byte(key)}, r.inputPartitions)
+}
+
+// outcomeRecord is the record of outcome o for the input partition of
+// key.
+func (r *runner) outcomeRecord(key string, o record.Outcome) *kgo.Record {
+	return &kgo.Record{Topic: r.e.cfg.Topics.Input, Key: []byte(key), Value: encode(o),
+		Headers: []kgo.RecordHeader{{Key: record.HeaderOutcome, Value: []byte(o.Status)}}}
 }
 
 // endWithLastRun ends the task with key when it has no occurrence left
