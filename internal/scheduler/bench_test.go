@@ -44,8 +44,16 @@ type benchEngine struct {
 
 	mu       sync.Mutex
 	lateness []time.Duration
+	commits  []commitAt // each fire's commit
 	last     time.Time
 	fired    int
+}
+
+// commitAt is when the fire of an occurrence scheduled at scheduled
+// committed.
+type commitAt struct {
+	scheduled int64
+	at        time.Time
 }
 
 // createTopics creates jobdrop's topics and the target topic "bench".
@@ -87,6 +95,7 @@ func startBenchEngineWith(b *testing.B, brokers []string, tune func(*Config)) *b
 			defer be.mu.Unlock()
 			for _, s := range scheduled {
 				be.lateness = append(be.lateness, at.Sub(time.UnixMilli(s)))
+				be.commits = append(be.commits, commitAt{scheduled: s, at: at})
 			}
 			be.fired += len(scheduled)
 			be.last = at
