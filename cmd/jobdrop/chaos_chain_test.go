@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,13 +56,17 @@ type chaosWorker struct {
 
 	mu       sync.Mutex
 	reported int
+	// seen holds the first steps' fire ids the worker read; failed, the
+	// reports the broker refused, by fire id.
+	seen   map[string]bool
+	failed map[string]error
 }
 
 func startChaosWorker(t *testing.T, brokers []string, topics record.Topics) *chaosWorker {
 	cl := kafkatest.Client(t, brokers, kgo.ConsumeTopics(chainTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &chaosWorker{cancel: cancel, done: make(chan struct{})}
+	w := &chaosWorker{cancel: cancel, done: make(chan struct{}), seen: map[string]bool{}, failed: map[string]error{}}
 	go func() {
 		defer close(w.done)
 		for ctx.Err() == nil {
@@ -71,13 +77,24 @@ func startChaosWorker(t *testing.T, brokers []string, topics record.Topics) *cha
 					return
 				}
 				v, _ := json.Marshal(record.Status{FireID: f.FireID, Status: record.StatusSuccess, Worker: "chaos", At: time.Now().UnixMilli()})
-				s := &kgo.Record{Topic: topics.Status, Key: []byte(f.FireID), Value: v}
-				cl.Produce(ctx, s, nil)
+				// Each report is a record of its own: the client
+				// owns a record it was given until its promise.
+				report := func() {
+					cl.Produce(ctx, &kgo.Record{Topic: topics.Status, Key: []byte(f.FireID), Value: v}, func(_ *kgo.Record, err error) {
+						if err != nil && ctx.Err() == nil {
+							w.mu.Lock()
+							w.failed[f.FireID] = err
+							w.mu.Unlock()
+						}
+					})
+				}
+				report()
 				if f.ScheduledAt/1000%5 == 0 {
-					cl.Produce(ctx, s, nil)
+					report()
 				}
 				w.mu.Lock()
 				w.reported++
+				w.seen[f.FireID] = true
 				w.mu.Unlock()
 			})
 		}
@@ -113,7 +130,7 @@ func chainsDone(t *testing.T, c *kafkatest.Collector, end time.Time) int {
 // checkChains reads the chains' topic and counts, for every run of a
 // first step scheduled up to end, the fires of its second step: lost
 // (none) and duplicated (more than one, or a fire id twice).
-func checkChains(t *testing.T, brokers []string, start, end time.Time) (runs, lost, dups int) {
+func checkChains(t *testing.T, brokers []string, start, end time.Time, w *chaosWorker) (runs, lost, dups int) {
 	events := kafkatest.Decode[record.Fired](t, kafkatest.Drain(t, brokers, chainTopic))
 	ids := map[string]int{}
 	released := map[string]int{} // a first step's run → second steps it released
@@ -137,6 +154,10 @@ func checkChains(t *testing.T, brokers []string, start, end time.Time) (runs, lo
 			runs++
 			switch n := released[run]; {
 			case n == 0:
+				if lost < 5 {
+					t.Logf("no second step for run %s of %s (scheduled %s; the worker read it: %t, its report refused: %v): %s", run, name,
+						start.Add(time.Duration(k)*time.Second).Format("15:04:05.000"), w.seen[run], w.failed[run], whereChainStopped(t, brokers, run))
+				}
 				lost++
 			case n > 1:
 				dups += n - 1
@@ -144,4 +165,42 @@ func checkChains(t *testing.T, brokers []string, start, end time.Time) (runs, lo
 		}
 	}
 	return runs, lost, dups
+}
+
+// whereChainStopped says what the topics hold of run, a first step's run
+// whose second step never fired: its statuses, the outcome records that
+// told its follower, its run record, the audit events about it and its
+// event.
+func whereChainStopped(t *testing.T, brokers []string, run string) string {
+	topics := record.Topics{}.WithDefaults()
+	var b strings.Builder
+	for _, r := range kafkatest.Drain(t, brokers, topics.Status) {
+		if string(r.Key) == run {
+			fmt.Fprintf(&b, "\n  status p%d@%d %s", r.Partition, r.Offset, r.Value)
+		}
+	}
+	for _, r := range kafkatest.Drain(t, brokers, topics.Input) {
+		if bytes.Contains(r.Value, []byte(run)) {
+			fmt.Fprintf(&b, "\n  input p%d@%d key %s: %s", r.Partition, r.Offset, r.Key, r.Value)
+		}
+	}
+	for _, r := range kafkatest.Drain(t, brokers, topics.State) {
+		if bytes.Contains(r.Key, []byte(run)) || bytes.Contains(r.Value, []byte(run)) {
+			fmt.Fprintf(&b, "\n  state p%d@%d key %q: %.300s", r.Partition, r.Offset, r.Key, r.Value)
+		}
+	}
+	for _, r := range kafkatest.Drain(t, brokers, topics.Audit) {
+		if bytes.Contains(r.Value, []byte(run)) {
+			fmt.Fprintf(&b, "\n  audit %s", r.Value)
+		}
+	}
+	for _, r := range kafkatest.Drain(t, brokers, chainTopic) {
+		if bytes.Contains(r.Value, []byte(run)) {
+			fmt.Fprintf(&b, "\n  %s (read_committed) p%d@%d: %.200s", chainTopic, r.Partition, r.Offset, r.Value)
+		}
+	}
+	if b.Len() == 0 {
+		return "nothing on any topic"
+	}
+	return b.String()
 }
