@@ -42,11 +42,10 @@ type benchEngine struct {
 	topics  record.Topics
 	stop    func()
 
-	mu       sync.Mutex
-	lateness []time.Duration
-	commits  []commitAt // each fire's commit
-	last     time.Time
-	fired    int
+	mu      sync.Mutex
+	commits []commitAt // each fire's commit
+	last    time.Time
+	fired   int
 }
 
 // commitAt is when the fire of an occurrence scheduled at scheduled
@@ -94,7 +93,6 @@ func startBenchEngineWith(b *testing.B, brokers []string, tune func(*Config)) *b
 			be.mu.Lock()
 			defer be.mu.Unlock()
 			for _, s := range scheduled {
-				be.lateness = append(be.lateness, at.Sub(time.UnixMilli(s)))
 				be.commits = append(be.commits, commitAt{scheduled: s, at: at})
 			}
 			be.fired += len(scheduled)
@@ -176,12 +174,22 @@ func (be *benchEngine) waitFired(b *testing.B, n int, within time.Duration) {
 func (be *benchEngine) report(b *testing.B) {
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	l := slices.Clone(be.lateness)
+	l := make([]time.Duration, len(be.commits))
+	for i, c := range be.commits {
+		l[i] = c.at.Sub(time.UnixMilli(c.scheduled))
+	}
+	reportQuantiles(b, l, "", "-late-ms")
+}
+
+// reportQuantiles reports the median, p99 and maximum of l in
+// milliseconds, as prefix+"p50"+suffix and so on.
+func reportQuantiles(b *testing.B, l []time.Duration, prefix, suffix string) {
+	l = slices.Clone(l)
 	slices.Sort(l)
 	q := func(p float64) float64 { return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(q(0.5), "p50-late-ms")
-	b.ReportMetric(q(0.99), "p99-late-ms")
-	b.ReportMetric(q(1), "max-late-ms")
+	b.ReportMetric(q(0.5), prefix+"p50"+suffix)
+	b.ReportMetric(q(0.99), prefix+"p99"+suffix)
+	b.ReportMetric(q(1), prefix+"max"+suffix)
 }
 
 // payload is a task's 200-byte data: a command line of random letters, as

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,18 +111,7 @@ func (w *chainWorker) wait(b *testing.B, n int, within time.Duration) {
 func (w *chainWorker) reportLateness(b *testing.B) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	reportQuantiles(b, w.late, "")
-}
-
-// reportQuantiles reports the median, p99 and maximum of l in
-// milliseconds, their units prefixed by prefix.
-func reportQuantiles(b *testing.B, l []time.Duration, prefix string) {
-	l = slices.Clone(l)
-	slices.Sort(l)
-	q := func(p float64) float64 { return float64(l[int(p*float64(len(l)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(q(0.5), prefix+"p50-ms")
-	b.ReportMetric(q(0.99), prefix+"p99-ms")
-	b.ReportMetric(q(1), prefix+"max-ms")
+	reportQuantiles(b, w.late, "", "-ms")
 }
 
 // sendChained produces the links of every chained definition, then the
@@ -183,7 +171,7 @@ func BenchmarkChainRelease(b *testing.B) {
 		if len(fired) != n {
 			b.Fatalf("%d successors' fires committed, want %d", len(fired), n)
 		}
-		reportQuantiles(b, fired, "fire-")
+		reportQuantiles(b, fired, "fire-", "-ms")
 		w.stop()
 		be.stop()
 	}

@@ -216,10 +216,7 @@ func (r *runner) session(ctx context.Context) error {
 	r.active.Store(int64(r.tasks.n))
 	r.paused.Store(int64(r.tasks.paused))
 	if err := r.statusFrom(ctx); err != nil {
-		return fmt.Errorf("status topic: %w", err)
-	}
-	if err := r.countInput(ctx); err != nil {
-		return fmt.Errorf("input topic: %w", err)
+		return fmt.Errorf("status and input topics: %w", err)
 	}
 	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "runs", len(r.runs.byRun),
 		"duration_ms", time.Since(start).Milliseconds())
@@ -323,35 +320,31 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 // statusFrom completes the offsets the runner reads the status topic
 // from: a partition its checkpoint does not know (a new partition, or a
 // first start) is read from its last stable offset, since no run the
-// partition's earlier owners watched can have a status there.
+// partition's earlier owners watched can have a status there. The same
+// request counts the input topic's partitions, for tell.
 func (r *runner) statusFrom(ctx context.Context) error {
-	ends, err := kadm.NewClient(r.prod).ListCommittedOffsets(ctx, r.e.cfg.Topics.Status)
+	cfg := r.e.cfg
+	ends, err := kadm.NewClient(r.prod).ListCommittedOffsets(ctx, cfg.Topics.Status, cfg.Topics.Input)
 	if err != nil {
 		return err
 	}
 	if err := ends.Error(); err != nil {
 		return err
 	}
+	r.inputPartitions = 0
 	ends.Each(func(o kadm.ListedOffset) {
+		if o.Topic == cfg.Topics.Input {
+			r.inputPartitions++
+			return
+		}
 		if _, ok := r.statusNext[o.Partition]; !ok {
 			r.statusNext[o.Partition] = o.Offset
 		}
 	})
-	return nil
-}
-
-// countInput learns how many partitions the input topic has, for tell.
-func (r *runner) countInput(ctx context.Context) error {
-	topics, err := kadm.NewClient(r.prod).ListTopics(ctx, r.e.cfg.Topics.Input)
-	if err != nil {
-		return err
+	if r.inputPartitions == 0 {
+		return fmt.Errorf("input topic %s: no partitions", cfg.Topics.Input)
 	}
-	t, ok := topics[r.e.cfg.Topics.Input]
-	if !ok || t.Err != nil || len(t.Partitions) == 0 {
-		return fmt.Errorf("input topic %s: not found", r.e.cfg.Topics.Input)
-	}
-	r.inputPartitions = len(t.Partitions)
-	r.inputPartitioner = kgo.StickyKeyPartitioner(nil).ForTopic(r.e.cfg.Topics.Input)
+	r.inputPartitioner = kgo.StickyKeyPartitioner(nil).ForTopic(cfg.Topics.Input)
 	return nil
 }
 
