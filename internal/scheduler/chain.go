@@ -37,7 +37,7 @@ func (r *runner) applyOutcome(ctx context.Context, rec *kgo.Record, now int64, c
 	}
 	var elsewhere []string
 	for _, key := range o.Followers {
-		if r.inputPartition(key) != int(r.p) {
+		if p, ok := r.inputPartition(key); ok && p != int(r.p) {
 			// Placed here by a writer that counted the input
 			// partitions otherwise: sent on, to its own.
 			elsewhere = append(elsewhere, key)

@@ -98,9 +98,9 @@ type runner struct {
 	statusNext   map[int32]int64
 	checkpointed bool
 	runs         *runs
-	// inputPartitions is how many partitions the input topic has, as
-	// of the session's start, and inputPartitioner places a key among
-	// them as every producer of commands does (see tell).
+	// inputPartitions is how many partitions the input topic has (0:
+	// not counted yet), and inputPartitioner places a key among them as
+	// every producer of commands does (see tell).
 	inputPartitions  int
 	inputPartitioner kgo.TopicPartitioner
 
@@ -216,7 +216,7 @@ func (r *runner) session(ctx context.Context) error {
 	r.active.Store(int64(r.tasks.n))
 	r.paused.Store(int64(r.tasks.paused))
 	if err := r.statusFrom(ctx); err != nil {
-		return fmt.Errorf("status and input topics: %w", err)
+		return fmt.Errorf("status topic: %w", err)
 	}
 	r.log.Info("partition restored", "tasks", r.tasks.n, "input_offset", r.next, "runs", len(r.runs.byRun),
 		"duration_ms", time.Since(start).Milliseconds())
@@ -320,32 +320,41 @@ func (r *runner) restore(ctx context.Context, nonce string) error {
 // statusFrom completes the offsets the runner reads the status topic
 // from: a partition its checkpoint does not know (a new partition, or a
 // first start) is read from its last stable offset, since no run the
-// partition's earlier owners watched can have a status there. The same
-// request counts the input topic's partitions, for tell.
+// partition's earlier owners watched can have a status there.
 func (r *runner) statusFrom(ctx context.Context) error {
-	cfg := r.e.cfg
-	ends, err := kadm.NewClient(r.prod).ListCommittedOffsets(ctx, cfg.Topics.Status, cfg.Topics.Input)
+	ends, err := kadm.NewClient(r.prod).ListCommittedOffsets(ctx, r.e.cfg.Topics.Status)
 	if err != nil {
 		return err
 	}
 	if err := ends.Error(); err != nil {
 		return err
 	}
-	r.inputPartitions = 0
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Topic == cfg.Topics.Input {
-			r.inputPartitions++
-			return
-		}
 		if _, ok := r.statusNext[o.Partition]; !ok {
 			r.statusNext[o.Partition] = o.Offset
 		}
 	})
-	if r.inputPartitions == 0 {
-		return fmt.Errorf("input topic %s: no partitions", cfg.Topics.Input)
-	}
-	r.inputPartitioner = kgo.StickyKeyPartitioner(nil).ForTopic(cfg.Topics.Input)
 	return nil
+}
+
+// inputPartition is the input partition of the commands of the task with
+// key, as every producer of commands places it; false while the input
+// topic's partitions cannot be counted (they are, from the brokers, the
+// first time).
+func (r *runner) inputPartition(key string) (int, bool) {
+	if r.inputPartitions == 0 {
+		r.inputPartitioner = kgo.StickyKeyPartitioner(nil).ForTopic(r.e.cfg.Topics.Input)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		topics, err := kadm.NewClient(r.prod).ListTopics(ctx, r.e.cfg.Topics.Input)
+		cancel()
+		if err != nil {
+			return 0, false
+		}
+		if r.inputPartitions = len(topics[r.e.cfg.Topics.Input].Partitions); r.inputPartitions == 0 {
+			return 0, false
+		}
+	}
+	return r.inputPartitioner.Partition(&kgo.Record{Key: []byte(key)}, r.inputPartitions), true
 }
 
 // manualTopics are the topics whose records name their partition: the

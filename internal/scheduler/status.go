@@ -114,12 +114,19 @@ const outcomeFollowers = 1000
 func (r *runner) tell(c *change, o record.Outcome, followers []string) {
 	byPartition := map[int][]string{}
 	for _, f := range followers {
-		p := r.inputPartition(f)
+		p, ok := r.inputPartition(f)
+		if !ok {
+			p = -1 // partitions unknown: a record each, placed by its key
+		}
 		byPartition[p] = append(byPartition[p], f)
 	}
-	for _, group := range byPartition {
+	for p, group := range byPartition {
 		slices.Sort(group)
-		for chunk := range slices.Chunk(group, outcomeFollowers) {
+		size := outcomeFollowers
+		if p < 0 {
+			size = 1
+		}
+		for chunk := range slices.Chunk(group, size) {
 			o.Followers = nil
 			if len(chunk) > 1 {
 				o.Followers = chunk
@@ -127,12 +134,6 @@ func (r *runner) tell(c *change, o record.Outcome, followers []string) {
 			c.forwards = append(c.forwards, r.outcomeRecord(chunk[0], o))
 		}
 	}
-}
-
-// inputPartition is the input partition of the commands of the task with
-// key.
-func (r *runner) inputPartition(key string) int {
-	return r.inputPartitioner.Partition(&kgo.Record{Key: []byte(key)}, r.inputPartitions)
 }
 
 // outcomeRecord is the record of outcome o for the input partition of
