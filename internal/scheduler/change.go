@@ -25,6 +25,28 @@ func newChange() *change {
 	return &change{dirty: map[int32]struct{}{}, ended: map[string]ending{}, status: map[int32]int64{}}
 }
 
+// reset empties c for the next transaction, keeping the room it grew.
+func (c *change) reset() {
+	if c.dirty == nil {
+		*c = *newChange()
+		return
+	}
+	clear(c.dirty)
+	clear(c.ended)
+	clear(c.status)
+	c.fires = c.fires[:0]
+	c.audits = clearSlice(c.audits)
+	c.forwards = clearSlice(c.forwards)
+	c.runs = clearSlice(c.runs)
+	c.links = clearSlice(c.links)
+}
+
+// clearSlice empties s, letting go of what its values point to.
+func clearSlice[S ~[]E, E any](s S) S {
+	clear(s)
+	return s[:0]
+}
+
 // ending is how a task ends: why, and its last state when that is not
 // written yet.
 type ending struct {

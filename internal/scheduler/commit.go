@@ -26,7 +26,10 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 	t := r.tasks
 	t.remember()
 	defer t.forget()
-	c := newChange()
+	// The change and the fires of the last transaction are done with.
+	c := &r.change
+	c.reset()
+	r.fires.reset()
 	next, err := r.applyAll(ctx, cmds, now, c)
 	if err != nil {
 		return err
@@ -109,7 +112,7 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 		r.fireRelease(ctx, c, i, key, data)
 		return nil
 	}
-	b := &before{slot: *s}
+	b := before{slot: *s}
 	var at, following int64
 	var fire, more bool
 	stands := 1
@@ -135,7 +138,8 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 	if fire {
 		f := r.newFire(ctx, i, key, data, at)
 		s.fireCount++
-		f.before, f.retried, f.after = b, b.fault, after
+		f.prior = b
+		f.before, f.retried, f.after = &f.prior, b.fault, after
 		if stands > 1 {
 			f.collapsed = stands
 		}
@@ -304,7 +308,10 @@ func (r *runner) writeExecutions(c *change, now int64, produce func(*kgo.Record)
 		if f.refused != nil {
 			x.Partition, x.Offset = -1, -1
 		}
-		produce(&kgo.Record{Topic: r.e.cfg.Topics.Executions, Key: []byte(f.fireID), Value: encodeExecution(&x)})
+		a := &r.arena
+		rec := a.record()
+		rec.Topic, rec.Key, rec.Value = r.e.cfg.Topics.Executions, a.copy(f.fireID), encodeExecution(a.bytes.take(executionSize(&x)), &x)
+		produce(rec)
 		if f.msg != nil && f.refused == nil {
 			r.messageAfter(f, produce)
 		}
@@ -337,7 +344,7 @@ func (r *runner) writeState(c *change, now int64, produce func(*kgo.Record)) err
 			produce(r.stateRecord(key, e.final))
 		}
 		rec := r.stateRecord(key, nil)
-		rec.Headers = []kgo.RecordHeader{{Key: record.HeaderEnd, Value: []byte(e.reason)}}
+		rec.Headers = append(r.arena.headers.take(1), kgo.RecordHeader{Key: record.HeaderEnd, Value: r.arena.copy(e.reason)})
 		produce(rec)
 	}
 	return nil
@@ -348,23 +355,22 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 	if f.msg != nil {
 		return r.messageEvent(f)
 	}
-	d, name := f.shape, f.name()
-	v := encodeFired(&record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
-		FiredAt: now, FireID: f.fireID, Triggered: f.triggered, Attempt: f.attempt, Run: f.run, After: f.after}, f.data)
-	rec := &kgo.Record{
-		Topic: d.Topic, Key: []byte(f.key), Value: v,
-		Headers: []kgo.RecordHeader{
-			{Key: record.HeaderFireHost, Value: []byte(d.Host)},
-			{Key: record.HeaderFireName, Value: []byte(name)},
-			{Key: record.HeaderFireID, Value: []byte(f.fireID)},
-			{Key: record.HeaderFireScheduled, Value: []byte(strconv.FormatInt(f.scheduled, 10))},
-		},
-	}
+	a, d, name := &r.arena, f.shape, f.name()
+	ev := record.Fired{Host: d.Host, Name: name, ScheduledAt: f.scheduled,
+		FiredAt: now, FireID: f.fireID, Triggered: f.triggered, Attempt: f.attempt, Run: f.run, After: f.after}
+	rec := a.record()
+	rec.Topic, rec.Key, rec.Value = d.Topic, a.copy(f.key), encodeFired(a.bytes.take(firedSize(&ev, f.data)), &ev, f.data)
+	rec.Headers = append(a.headers.take(6),
+		kgo.RecordHeader{Key: record.HeaderFireHost, Value: a.copy(d.Host)},
+		kgo.RecordHeader{Key: record.HeaderFireName, Value: a.copy(name)},
+		kgo.RecordHeader{Key: record.HeaderFireID, Value: a.copy(f.fireID)},
+		kgo.RecordHeader{Key: record.HeaderFireScheduled, Value: strconv.AppendInt(a.bytes.take(20), f.scheduled, 10)},
+	)
 	if f.collapsed > 0 {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireCollapsed, Value: []byte(strconv.Itoa(f.collapsed))})
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireCollapsed, Value: strconv.AppendInt(a.bytes.take(20), int64(f.collapsed), 10)})
 	}
 	if f.attempt > 1 {
-		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireAttempt, Value: []byte(strconv.Itoa(f.attempt))})
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: record.HeaderFireAttempt, Value: strconv.AppendInt(a.bytes.take(20), int64(f.attempt), 10)})
 	}
 	if f.avro != nil {
 		rec.Key, rec.Value = f.avro.key, f.avro.value
@@ -373,12 +379,16 @@ func (r *runner) event(f *fire, now int64) *kgo.Record {
 }
 
 func (r *runner) stateRecord(key string, value []byte) *kgo.Record {
-	return &kgo.Record{Topic: r.e.cfg.Topics.State, Partition: r.p, Key: []byte(key), Value: value}
+	rec := r.arena.record()
+	rec.Topic, rec.Partition, rec.Key, rec.Value = r.e.cfg.Topics.State, r.p, r.arena.copy(key), value
+	return rec
 }
 
 // transact runs fill in one transaction of the partition's producer and
 // commits it.
 func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
+	// The client is done with the records of the last transaction.
+	r.arena.reset()
 	err := kafka.Transact(ctx, r.prod, fill, func() error {
 		if r.crashed {
 			return kafka.ErrLeaveOpen

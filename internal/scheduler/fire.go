@@ -30,8 +30,9 @@ type fire struct {
 	avro *avroEvent
 
 	// before is the task as it was before this fire, for a scheduled
-	// fire: what a refusal puts back.
+	// fire: what a refusal puts back; it points to prior.
 	before *before
+	prior  before
 	// retried is the refused occurrence this fire attempts again.
 	retried *record.Fault
 	// collapsed is, for a catch-up fire standing for more than one missed
@@ -71,7 +72,7 @@ func (f *fire) name() string { return f.key[len(f.shape.Host)+1:] }
 func (r *runner) newFire(ctx context.Context, i int32, key string, data []byte, at int64) *fire {
 	t := r.tasks
 	s := t.at(i)
-	f := &fire{key: key, data: t.keep(data), shape: t.shape(i), src: t.source(i), scheduled: at}
+	f := &append(r.fires.take(1), fire{key: key, data: t.keep(data), shape: t.shape(i), src: t.source(i), scheduled: at})[0]
 	f.watched = r.runs.watched(key, f.shape)
 	f.fireID = record.FireID(f.shape.Host, f.name(), at)
 	if err := r.e.cfg.Targets.Ensure(ctx, f.shape.Topic); err != nil {

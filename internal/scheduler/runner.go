@@ -105,6 +105,11 @@ type runner struct {
 	inputPartitioner kgo.TopicPartitioner
 
 	crashed bool // set by testHookBeforeCommit
+	// arena holds what a transaction writes (see arena.go); change and
+	// fires what it is built from, kept until the next one is.
+	arena  arena
+	change change
+	fires  slab[fire]
 
 	active atomic.Int64 // tasks held, as of the last commit
 	paused atomic.Int64 // of them, paused by the fault policy

@@ -30,12 +30,27 @@ func TestSpillReadsBackWhatItKeeps(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		var buf []byte
-		for i, ref := range refs {
-			if buf, err = s.get(buf[:0], *ref); err != nil {
+		read := func(i int) {
+			if buf, err = s.get(buf[:0], *refs[i]); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(buf, want[i]) {
 				t.Fatalf("%s: data %d = %q, want %q", when, i, buf, want[i])
+			}
+		}
+		// In no order, then in the order written (the reads that take
+		// the file ahead of them), then backwards.
+		for i := range refs {
+			read(i)
+		}
+		for i := range 20_000 {
+			if refs[i] != nil {
+				read(i)
+			}
+		}
+		for i := 19_999; i >= 0; i-- {
+			if refs[i] != nil {
+				read(i)
 			}
 		}
 	}

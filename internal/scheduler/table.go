@@ -32,7 +32,10 @@ type table struct {
 	// recent, while one transaction is built (see remember), holds the
 	// blobs read back, by offset in the spill: finding, firing and
 	// writing the state of a task read the same blob up to three times.
-	recent map[int64][]byte
+	// Their bytes are in recentBytes, taken back at the next remember.
+	recent      map[int64][]byte
+	recentBytes slab[byte]
+	remembering bool
 	n      int   // tasks held
 	size   int32 // slots ever used: free ones included
 
@@ -97,8 +100,8 @@ func (t *table) read(i int32) (key, data []byte, err error) {
 	s := t.at(i)
 	blob, cached := t.recent[s.off]
 	if !cached || len(blob) != int(s.n) {
-		if t.recent != nil {
-			blob, err = t.spill.get(make([]byte, 0, s.n), s.blob())
+		if t.remembering {
+			blob, err = t.spill.get(t.recentBytes.take(int(s.n)), s.blob())
 			t.recent[s.off] = blob
 		} else {
 			t.buf, err = t.spill.get(t.buf[:0], s.blob())
@@ -118,12 +121,18 @@ func (t *table) read(i int32) (key, data []byte, err error) {
 // remember keeps what read loads until forget, for the transaction being
 // built: its reads are bounded by the transaction's size, where a
 // restore reads without bound.
-func (t *table) remember() { t.recent = map[int64][]byte{} }
+func (t *table) remember() {
+	if t.recent == nil {
+		t.recent = map[int64][]byte{}
+	}
+	t.recentBytes.reset()
+	t.remembering = true
+}
 
 // keep returns data, read from the table, to hold past the next read:
 // as it is while remembering, else a copy.
 func (t *table) keep(data []byte) []byte {
-	if t.recent != nil {
+	if t.remembering {
 		return data
 	}
 	return bytes.Clone(data)
@@ -131,7 +140,10 @@ func (t *table) keep(data []byte) []byte {
 
 // forget ends remember; it comes before the spill may be rebuilt, which
 // moves every blob.
-func (t *table) forget() { t.recent = nil }
+func (t *table) forget() {
+	clear(t.recent)
+	t.remembering = false
+}
 
 // find returns the slot of the task with key.
 func (t *table) find(key string) (int32, bool, error) {

@@ -182,16 +182,20 @@ func FuzzHandEncoders(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := encodeFired(&ev, data); string(got) != string(want) {
+		if got := encodeFired(nil, &ev, data); string(got) != string(want) {
 			t.Fatalf("event:\n got %s\nwant %s", got, want)
+		} else if len(got) > firedSize(&ev, data) {
+			t.Fatalf("event of %d bytes, firedSize says at most %d", len(got), firedSize(&ev, data))
 		}
 		x := record.Execution{FireID: fireID, Host: host, Name: name, Topic: topic, Partition: int32(attempt), Offset: scheduled,
 			ScheduledAt: scheduled, FiredAt: fired, Batch: job, Timeout: timeout, Collapsed: attempt * 2, Attempt: attempt, Run: run, After: afters}
 		if want, err = json.Marshal(x); err != nil {
 			t.Fatal(err)
 		}
-		if got := encodeExecution(&x); string(got) != string(want) {
+		if got := encodeExecution(nil, &x); string(got) != string(want) {
 			t.Fatalf("execution:\n got %s\nwant %s", got, want)
+		} else if len(got) > executionSize(&x) {
+			t.Fatalf("execution of %d bytes, executionSize says at most %d", len(got), executionSize(&x))
 		}
 	})
 }

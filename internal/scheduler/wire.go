@@ -105,8 +105,7 @@ func rawData(v json.RawMessage) json.RawMessage {
 
 // encodeFired is encode(firedWire{Fired: f, Data: data}), data being
 // compact JSON as encode writes it.
-func encodeFired(f *record.Fired, data json.RawMessage) []byte {
-	b := make([]byte, 0, 160+len(f.Host)+len(f.Name)+len(f.FireID)+len(f.Run)+len(data)+afterLen(f.After))
+func encodeFired(b []byte, f *record.Fired, data json.RawMessage) []byte {
 	b = append(b, `{"host":`...)
 	b = record.AppendJSONString(b, f.Host)
 	b = append(b, `,"name":`...)
@@ -128,9 +127,13 @@ func encodeFired(f *record.Fired, data json.RawMessage) []byte {
 	return append(b, '}')
 }
 
-// encodeExecution is encode(x).
-func encodeExecution(x *record.Execution) []byte {
-	b := make([]byte, 0, 200+len(x.FireID)+len(x.Host)+len(x.Name)+len(x.Topic)+len(x.Batch)+len(x.Run)+afterLen(x.After))
+// firedSize is about the most encodeFired(f, data) appends.
+func firedSize(f *record.Fired, data json.RawMessage) int {
+	return 160 + len(f.Host) + len(f.Name) + len(f.FireID) + len(f.Run) + len(data) + afterLen(f.After)
+}
+
+// encodeExecution appends encode(x) to b.
+func encodeExecution(b []byte, x *record.Execution) []byte {
 	b = append(b, `{"fireId":`...)
 	b = record.AppendJSONString(b, x.FireID)
 	b = append(b, `,"host":`...)
@@ -178,6 +181,11 @@ func appendRetry(b []byte, attempt int, run string, after []string) []byte {
 		b = append(b, ']')
 	}
 	return b
+}
+
+// executionSize is about the most encodeExecution(x) appends.
+func executionSize(x *record.Execution) int {
+	return 200 + len(x.FireID) + len(x.Host) + len(x.Name) + len(x.Topic) + len(x.Batch) + len(x.Run) + afterLen(x.After)
 }
 
 func appendInt(b []byte, field string, v int64) []byte {
