@@ -66,7 +66,7 @@ func (s *slab[T]) take(n int) []T {
 		b := s.blocks[s.at]
 		if l := len(b); cap(b)-l >= n {
 			s.blocks[s.at] = b[:l+n]
-			return b[l:l:l+n]
+			return b[l : l : l+n]
 		}
 		s.at++
 	}

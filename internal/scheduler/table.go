@@ -36,8 +36,8 @@ type table struct {
 	recent      map[int64][]byte
 	recentBytes slab[byte]
 	remembering bool
-	n      int   // tasks held
-	size   int32 // slots ever used: free ones included
+	n           int   // tasks held
+	size        int32 // slots ever used: free ones included
 
 	// faults holds the tasks whose fire the brokers refused, by slot:
 	// few, so kept beside the slots rather than in each. paused counts
