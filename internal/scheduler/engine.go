@@ -32,8 +32,11 @@ type Config struct {
 	// the host name.
 	Node string
 	// MaxFiresPerTxn caps the fires committed in one transaction. Defaults
-	// to 2,500: smaller transactions commit the first fires of a burst
-	// sooner, and on 2 cores drained a burst faster than 10,000 did.
+	// to 1,000: smaller transactions commit the first fires of a burst
+	// sooner, and hold the partitions they write for a shorter time
+	// against read_committed consumers; on 2 cores, with the broker and a
+	// consumer beside the engine, 1,000 drained a burst faster than 2,500
+	// or 5,000 did (docs/benchmarks.md).
 	MaxFiresPerTxn int
 	// SessionTimeout is how long the group waits for a silent instance
 	// before giving its partitions to others. Defaults to 10s.
@@ -153,7 +156,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		cfg.Node = hostname()
 	}
 	if cfg.MaxFiresPerTxn == 0 {
-		cfg.MaxFiresPerTxn = 2_500
+		cfg.MaxFiresPerTxn = 1_000
 	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = os.TempDir()
