@@ -22,17 +22,19 @@ type spill struct {
 	buf     []byte // bytes after flushed, not written yet
 	live    int64  // bytes referenced by tasks
 
-	// ahead holds the file's bytes from aheadAt, read in one go when
-	// reads follow each other through the file (a burst fires tasks in
-	// the order they came): one read for a few hundred tasks in place of
-	// one each. lastEnd is where the last read ended.
-	ahead   []byte
-	aheadAt int64
-	lastEnd int64
+	// block holds the file's bytes from blockAt, read in one go when
+	// reads stay near each other (a burst fires tasks in the order they
+	// came, or in the reverse order of the slots they reuse): one read
+	// for a few hundred tasks in place of one each. lastAt is where the
+	// last read began.
+	block   []byte
+	blockAt int64
+	lastAt  int64
 }
 
-// spillAhead is how much a read in order takes from the file at once.
-const spillAhead = 64 << 10
+// spillBlock is how much a read near the last one takes from the file at
+// once, from a multiple of itself.
+const spillBlock = 64 << 10
 
 // spillBuffer is how much is written at once.
 const spillBuffer = 256 << 10
@@ -112,21 +114,25 @@ func (s *spill) get(dst []byte, ref spillRef) ([]byte, error) {
 		}
 	}
 	end := ref.off + int64(ref.n)
-	if ref.off >= s.aheadAt && end <= s.aheadAt+int64(len(s.ahead)) {
-		s.lastEnd = end
-		return append(dst, s.ahead[ref.off-s.aheadAt:end-s.aheadAt]...), nil
+	if ref.off >= s.blockAt && end <= s.blockAt+int64(len(s.block)) {
+		s.lastAt = ref.off
+		return append(dst, s.block[ref.off-s.blockAt:end-s.blockAt]...), nil
 	}
-	inOrder := ref.off >= s.lastEnd && ref.off-s.lastEnd < spillAhead
-	s.lastEnd = end
-	if inOrder {
-		n := max(min(spillAhead, s.flushed-ref.off), int64(ref.n))
-		s.ahead = slices.Grow(s.ahead[:0], int(n))[:n]
-		if _, err := s.f.ReadAt(s.ahead, ref.off); err != nil {
-			s.ahead = s.ahead[:0]
+	near := max(ref.off-s.lastAt, s.lastAt-ref.off) < spillBlock && ref.n < spillBlock/4
+	s.lastAt = ref.off
+	if near {
+		at := ref.off &^ (spillBlock - 1)
+		if end > at+spillBlock {
+			at = ref.off // across two blocks: from the data on
+		}
+		n := max(min(spillBlock, s.flushed-at), end-at)
+		s.block = slices.Grow(s.block[:0], int(n))[:n]
+		if _, err := s.f.ReadAt(s.block, at); err != nil {
+			s.block = s.block[:0]
 			return dst, fmt.Errorf("task data file: %w", err)
 		}
-		s.aheadAt = ref.off
-		return append(dst, s.ahead[:ref.n]...), nil
+		s.blockAt = at
+		return append(dst, s.block[ref.off-at:end-at]...), nil
 	}
 	n := len(dst)
 	dst = append(dst, make([]byte, ref.n)...)
