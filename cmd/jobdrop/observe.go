@@ -207,7 +207,7 @@ type readiness struct {
 	admin    *kgo.Client
 	topics   []string
 	group    string
-	clients  *metrics.KafkaClients
+	inGroup  func() bool
 	recorder interface{ Err() error }
 	folders  folderWatch
 	dataDir  string
@@ -216,14 +216,14 @@ type readiness struct {
 	caughtUp atomic.Bool
 }
 
-func newReadiness(cfg Config, admin *kgo.Client, clients *metrics.KafkaClients, rec *store.Recorder, folders folderWatch) *readiness {
+func newReadiness(cfg Config, admin *kgo.Client, inGroup func() bool, rec *store.Recorder, folders folderWatch) *readiness {
 	return &readiness{
 		folders: folders,
 		admin:   admin,
 		topics:  cfg.Topics.All(),
 		// Empty means the engine's default group.
 		group:    cmp.Or(cfg.Scheduler.Group, "jobdrop-scheduler"),
-		clients:  clients,
+		inGroup:  inGroup,
 		recorder: rec,
 		dataDir:  cfg.DataDir,
 	}
@@ -247,7 +247,7 @@ func (r *readiness) checks(ctx context.Context) []web.ReadyCheck {
 	} else if !r.caughtUp.Load() {
 		recorderErr = errors.New("still storing what was committed before this node started")
 	}
-	if !r.clients.InGroup(r.group) {
+	if !r.inGroup() {
 		schedulerErr = fmt.Errorf("not yet a member of consumer group %s", r.group)
 	}
 	return []web.ReadyCheck{

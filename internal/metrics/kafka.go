@@ -17,7 +17,7 @@ const kafkaNamespace = Namespace + "_kafka"
 // KafkaClients is a kgo hook for every Kafka client of the process. It
 // feeds kprom's counters (connections, bytes read and written, bytes
 // produced and fetched by topic), summed over all clients, and tracks the
-// live clients for the buffered-records gauges and for InGroup.
+// live clients for the buffered-records gauges.
 //
 // kprom alone serves one client: it registers its metrics when a client
 // is created and unregisters them when it closes. jobdrop creates many
@@ -85,25 +85,6 @@ func (k *KafkaClients) sum(value func(*kgo.Client) int64) int64 {
 
 func (k *KafkaClients) gather() ([]*dto.MetricFamily, error) {
 	return gatherFiltered(k.reg, kpromBuffered)
-}
-
-// InGroup reports whether a live client of the process has joined the
-// consumer group: it has a member id and a generation from the group's
-// coordinator.
-func (k *KafkaClients) InGroup(group string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for cl := range k.live {
-		if g, _ := cl.OptValue(kgo.ConsumerGroup).(string); g != group {
-			continue
-		}
-		// A KIP-848 member takes a member id and generation 0 before it
-		// has joined; the classic protocol's generations start at 1.
-		if member, gen := cl.GroupMetadata(); member != "" && gen > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // OnNewClient sets kprom up with the first client and tracks every client.

@@ -256,8 +256,7 @@ func TestMetricNamesOfPromQL(t *testing.T) {
 }
 
 // TestKafkaClientsCountForTheProcess: kprom's counters survive the client
-// that set them up, the buffered gauges follow the live clients, and
-// InGroup sees a group member.
+// that set them up and the buffered gauges follow the live clients.
 func TestKafkaClientsCountForTheProcess(t *testing.T) {
 	m := New()
 	traffic(t, m) // every client it made is closed now
@@ -278,56 +277,5 @@ func TestKafkaClientsCountForTheProcess(t *testing.T) {
 		if strings.HasPrefix(name, kpromBuffered) && strings.HasSuffix(name, "_total") {
 			t.Errorf("kprom's one-client gauge %s is served", name)
 		}
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	brokers := kafkatest.Cluster(t)
-	if _, err := kadm.NewClient(kafkatest.Client(t, brokers)).CreateTopic(ctx, 1, 1, nil, "jobs"); err != nil {
-		t.Fatal(err)
-	}
-	// A member that cannot reach its coordinator has not joined. (One
-	// that can may join before NewClient returns, so it cannot be asked.)
-	stranded, err := kgo.NewClient(kgo.SeedBrokers(kafkatest.ClosedAddr(t)), kgo.WithHooks(m.KafkaClients()),
-		kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("jobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.KafkaClients().InGroup("workers") {
-		t.Error("a member that never reached the group counts as in it")
-	}
-	stranded.Close()
-
-	joined := make(chan struct{}, 1)
-	member, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.WithHooks(m.KafkaClients()),
-		kgo.ConsumerGroup("workers"), kgo.ConsumeTopics("jobs"),
-		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
-			select {
-			case joined <- struct{}{}:
-			default:
-			}
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for ctx.Err() == nil {
-			if member.PollFetches(ctx).IsClientClosed() {
-				return
-			}
-		}
-	}()
-	select {
-	case <-joined:
-	case <-ctx.Done():
-		t.Fatal("the group never assigned the member")
-	}
-	if !m.KafkaClients().InGroup("workers") || m.KafkaClients().InGroup("others") {
-		t.Errorf("InGroup(workers) = %v, InGroup(others) = %v; want true, false",
-			m.KafkaClients().InGroup("workers"), m.KafkaClients().InGroup("others"))
-	}
-	member.Close()
-	if m.KafkaClients().InGroup("workers") {
-		t.Error("a closed client still counts as a member")
 	}
 }

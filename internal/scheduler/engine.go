@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -144,6 +145,11 @@ type Engine struct {
 	mu      sync.Mutex
 	runners map[int32]*runner
 	closed  bool
+
+	// group is the group member while Run runs, set once its client is
+	// made: a client is not to be asked anything before NewClient
+	// returns.
+	group atomic.Pointer[kgo.Client]
 }
 
 // New checks cfg and applies its defaults.
@@ -213,6 +219,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
+	e.group.Store(group)
 	// The group assigns partitions; each runner reads its own partition from
 	// the offset it checkpointed, so the group client itself never fetches.
 	group.PauseFetchTopics(input)
@@ -255,8 +262,23 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.stop(all)
 	stopPoll()
 	<-polled
+	e.group.Store(nil)
 	group.Close()
 	return err
+}
+
+// InGroup reports whether the engine has joined its consumer group: its
+// member has a member id and a generation from the group's coordinator.
+// It is false before Run and after it returns.
+func (e *Engine) InGroup() bool {
+	cl := e.group.Load()
+	if cl == nil {
+		return false
+	}
+	// A KIP-848 member takes a member id and generation 0 before it has
+	// joined; the classic protocol's generations start at 1.
+	member, gen := cl.GroupMetadata()
+	return member != "" && gen > 0
 }
 
 // ActiveTasks counts the tasks of the partitions this instance runs, as of

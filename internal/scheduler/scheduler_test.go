@@ -433,3 +433,19 @@ func TestRefusedSessionTimeoutStopsTheEngine(t *testing.T) {
 		t.Errorf("Run returned %v; want it to name the refused session timeout", err)
 	}
 }
+
+// TestInGroupFollowsTheMember: the engine says it is in its consumer group
+// once its member joined, and no more once Run returned.
+func TestInGroupFollowsTheMember(t *testing.T) {
+	h := newHarness(t)
+	r := h.start()
+	kafkatest.Eventually(t, 30*time.Second, "the engine to join its group", r.InGroup)
+	h.waitIdle() // the runners restored: the member has its partitions
+	if !r.InGroup() {
+		t.Error("InGroup false while the runners run")
+	}
+	r.stop()
+	if r.InGroup() {
+		t.Error("InGroup true after Run returned")
+	}
+}
