@@ -131,14 +131,13 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	}
 	cfg.Pacing = cfg.Pacing.WithDefaults()
 	in := &Injector{cfg: cfg, log: log.With("component", "injector"), injected: map[string]bool{}}
-	opts := append([]kgo.Opt{
+	opts := append(append([]kgo.Opt{
 		kgo.WithHooks(&in.progress),
-		kgo.TransactionalID(cfg.TransactionalID),
 		// A large file may take minutes to produce.
 		kgo.TransactionTimeout(5 * time.Minute),
 		kgo.ProducerBatchMaxBytes(kafka.MaxBatchBytes),
 		kgo.MaxBufferedRecords(20_000),
-	}, cfg.ClientOpts...)
+	}, cfg.ClientOpts...), kafka.TxnOpts(cfg.TransactionalID)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("injector: %w", err)
@@ -190,5 +189,14 @@ func (in *Injector) transactFile(ctx context.Context, f File, fill func(produce 
 		return errClosed
 	}
 	defer in.progress.follow(f)()
-	return kafka.Transact(ctx, in.cl, fill, nil)
+	err := kafka.Transact(ctx, in.cl, fill, nil)
+	if errors.Is(err, kafka.ErrEndedWithAbort) {
+		// Nothing of the file was written: it is tried again, as when the
+		// brokers are down, on a new client.
+		var rerr error
+		if in.cl, rerr = kafka.Renew(in.cl); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
 }

@@ -141,6 +141,7 @@ func TestOpenAPIContract(t *testing.T) {
 	defer func() {
 		if t.Failed() {
 			t.Logf("GET /schedulers listed last: %v", listed)
+			t.Logf("the node logged:\n%s", in.logs.String())
 		}
 	}()
 	kafkatest.Eventually(t, 60*time.Second, "GET /schedulers to list the four definitions and the schedule", func() bool {

@@ -52,10 +52,9 @@ func New(cfg Config) (*Writer, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.TransactionalID(cfg.TransactionalID),
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.ProducerBatchMaxBytes(kafka.MaxBatchBytes),
-	}, cfg.ClientOpts...)...)
+	}, cfg.ClientOpts...), kafka.TxnOpts(cfg.TransactionalID)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("command writer: %w", err)
 	}
@@ -153,12 +152,24 @@ func (w *Writer) command(d *task.Definition, actor string) *kgo.Record {
 }
 
 // transact runs fill inside one transaction and commits it, or aborts it
-// when fill or any produce fails.
+// when fill or any produce fails. A commit the client turned into an
+// abort is tried again, on a new client: nothing of it was written.
 func (w *Writer) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.cl == nil {
-		return errClosed
+	for attempt := 1; ; attempt++ {
+		if w.cl == nil {
+			return errClosed
+		}
+		err := kafka.Transact(ctx, w.cl, fill, nil)
+		if !errors.Is(err, kafka.ErrEndedWithAbort) {
+			return err
+		}
+		if w.cl, err = kafka.Renew(w.cl); err != nil {
+			return fmt.Errorf("command writer: %w", err)
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			return kafka.ErrEndedWithAbort
+		}
 	}
-	return kafka.Transact(ctx, w.cl, fill, nil)
 }

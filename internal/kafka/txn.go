@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,6 +27,8 @@ var ErrLeaveOpen = errors.New("transaction left open")
 // The commit is never cancelled by ctx: an interrupted EndTransaction
 // would leave its outcome unknown.
 func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.Record)) error, beforeCommit func() error) error {
+	watch, _ := cl.OptValue(kgo.WithLogger).(*endWatch)
+	before := watch.count()
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
@@ -59,7 +63,64 @@ func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.R
 		}
 		return fmt.Errorf("commit: %w", err)
 	}
+	if watch.count() != before {
+		return ErrEndedWithAbort
+	}
 	return nil
+}
+
+// ErrEndedWithAbort is the error of a transaction the client was asked to
+// commit and aborted: nothing of it was written. The client is not to be
+// used again: Renew it, then try the transaction again.
+//
+// kgo (v1.22) ends a transaction with an abort, and returns no error, when
+// it holds none of the transaction's partitions as added to it. It did so
+// now and then for a transaction whose records were all acknowledged,
+// when they were the client's first to a topic and the CPU was loaded: the
+// commands of a REST call were acknowledged and never applied. The client
+// says so only in its log, which TxnOpts watches. Tried again on the same
+// client, the transaction was refused with OUT_OF_ORDER_SEQUENCE_NUMBER.
+var ErrEndedWithAbort = errors.New("the Kafka client ended the transaction with an abort where a commit was asked; nothing of it was written")
+
+// Renew closes cl and returns a client of the same options. Its producer
+// id is initialised anew, which aborts whatever cl left open.
+func Renew(cl *kgo.Client) (*kgo.Client, error) {
+	opts := cl.Opts()
+	cl.Close()
+	return kgo.NewClient(opts...)
+}
+
+// TxnOpts are the options of a transactional client with id: its
+// transactional id, and the watch on its log by which Transact knows a
+// commit the client turned into an abort. They go after any other
+// logger.
+func TxnOpts(id string) []kgo.Opt {
+	return []kgo.Opt{kgo.TransactionalID(id), kgo.WithLogger(new(endWatch))}
+}
+
+// abortNotice starts the message kgo logs, at info level, as it turns a
+// commit into an abort (EndTransaction in kgo's txn.go).
+const abortNotice = "no produce succeeded in this transaction"
+
+// endWatch is the logger of one transactional client: it keeps nothing
+// but a count of the commits the client turned into aborts.
+type endWatch struct{ aborts atomic.Int64 }
+
+// count is how many commits the client turned into aborts; 0 for a client
+// not watched.
+func (w *endWatch) count() int64 {
+	if w == nil {
+		return 0
+	}
+	return w.aborts.Load()
+}
+
+func (*endWatch) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+
+func (w *endWatch) Log(_ kgo.LogLevel, msg string, _ ...any) {
+	if strings.HasPrefix(msg, abortNotice) {
+		w.aborts.Add(1)
+	}
 }
 
 // RecordError is a record the client or the brokers refused to write.

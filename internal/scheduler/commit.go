@@ -398,6 +398,7 @@ func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Recor
 	if errors.Is(err, kafka.ErrLeaveOpen) {
 		return errCrashed
 	}
+	// ErrEndedWithAbort ends the session: the next one has new clients.
 	return fenced(err)
 }
 

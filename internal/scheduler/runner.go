@@ -188,8 +188,7 @@ func (r *runner) session(ctx context.Context) error {
 	r.due.Store(noneDue) // until the loop looks again
 	cfg := r.e.cfg
 	var err error
-	r.prod, err = kgo.NewClient(append([]kgo.Opt{
-		kgo.TransactionalID(fmt.Sprintf("%s-%s-%d", cfg.Group, cfg.Topics.Input, r.p)),
+	r.prod, err = kgo.NewClient(append(append([]kgo.Opt{
 		kgo.TransactionTimeout(30 * time.Second),
 		kgo.RecordPartitioner(kafka.ManualFor(manualTopics(cfg))),
 		kgo.ProducerBatchMaxBytes(1 << 20),
@@ -198,7 +197,7 @@ func (r *runner) session(ctx context.Context) error {
 		// the fire is refused: kgo's default of 4 tries held the whole
 		// transaction for 15 s.
 		kgo.UnknownTopicRetries(1),
-	}, cfg.ClientOpts...)...)
+	}, cfg.ClientOpts...), kafka.TxnOpts(fmt.Sprintf("%s-%s-%d", cfg.Group, cfg.Topics.Input, r.p))...)...)
 	if err != nil {
 		return err
 	}
