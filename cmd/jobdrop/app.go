@@ -221,7 +221,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		held, _ := st.HeldBatches(context.Background())
 		return len(held)
 	})
-	ready := newReadiness(cfg, admin, eng.InGroup, rec, watched)
+	ready := newReadiness(cfg, admin, eng, rec, watched)
 	sweeper, err := newSweeper(cfg, st, rec, cmds, ready, h.clock, log)
 	if err != nil {
 		return err

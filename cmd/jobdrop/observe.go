@@ -19,6 +19,7 @@ import (
 	"github.com/jobdrop/jobdrop/injector"
 	"github.com/jobdrop/jobdrop/internal/metrics"
 	"github.com/jobdrop/jobdrop/internal/retry"
+	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/internal/store"
 	"github.com/jobdrop/jobdrop/watcher"
 	"github.com/jobdrop/jobdrop/web"
@@ -206,8 +207,7 @@ func (fw folderWatch) queues() []web.FolderQueue {
 type readiness struct {
 	admin    *kgo.Client
 	topics   []string
-	group    string
-	inGroup  func() bool
+	engine   *scheduler.Engine
 	recorder interface{ Err() error }
 	folders  folderWatch
 	dataDir  string
@@ -216,14 +216,12 @@ type readiness struct {
 	caughtUp atomic.Bool
 }
 
-func newReadiness(cfg Config, admin *kgo.Client, inGroup func() bool, rec *store.Recorder, folders folderWatch) *readiness {
+func newReadiness(cfg Config, admin *kgo.Client, eng *scheduler.Engine, rec *store.Recorder, folders folderWatch) *readiness {
 	return &readiness{
-		folders: folders,
-		admin:   admin,
-		topics:  cfg.Topics.All(),
-		// Empty means the engine's default group.
-		group:    cmp.Or(cfg.Scheduler.Group, "jobdrop-scheduler"),
-		inGroup:  inGroup,
+		folders:  folders,
+		admin:    admin,
+		topics:   cfg.Topics.All(),
+		engine:   eng,
 		recorder: rec,
 		dataDir:  cfg.DataDir,
 	}
@@ -247,8 +245,8 @@ func (r *readiness) checks(ctx context.Context) []web.ReadyCheck {
 	} else if !r.caughtUp.Load() {
 		recorderErr = errors.New("still storing what was committed before this node started")
 	}
-	if !r.inGroup() {
-		schedulerErr = fmt.Errorf("not yet a member of consumer group %s", r.group)
+	if !r.engine.InGroup() {
+		schedulerErr = fmt.Errorf("not yet a member of consumer group %s", r.engine.Group())
 	}
 	return []web.ReadyCheck{
 		{Name: "kafka", Err: kafkaErr},

@@ -281,6 +281,9 @@ func (e *Engine) InGroup() bool {
 	return member != "" && gen > 0
 }
 
+// Group is the engine's consumer group.
+func (e *Engine) Group() string { return e.cfg.Group }
+
 // ActiveTasks counts the tasks of the partitions this instance runs, as of
 // their last committed transaction.
 func (e *Engine) ActiveTasks() int64 {
