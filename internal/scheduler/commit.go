@@ -337,7 +337,7 @@ func (r *runner) writeState(c *change, now int64, produce func(*kgo.Record)) err
 			return err
 		}
 		key := string(k)
-		produce(r.stateRecord(key, encodeState(t.state(i, key, now), data)))
+		produce(r.stateRecord(key, appendState(r.arena.bytes.take(stateSize(data)), &r.stateWire, t.state(i, key, now), data)))
 	}
 	for key, e := range c.ended {
 		if e.final != nil {

@@ -103,6 +103,9 @@ type runner struct {
 	// every producer of commands does (see tell).
 	inputPartitions  int
 	inputPartitioner kgo.TopicPartitioner
+	keyRecord        kgo.Record // the key inputPartition places
+	// stateWire is what writeState encodes each state record through.
+	stateWire stateWire
 
 	crashed bool // set by testHookBeforeCommit
 	// arena holds what a transaction writes (see arena.go); change and
@@ -358,7 +361,8 @@ func (r *runner) inputPartition(key string) (int, bool) {
 			return 0, false
 		}
 	}
-	return r.inputPartitioner.Partition(&kgo.Record{Key: []byte(key)}, r.inputPartitions), true
+	r.keyRecord.Key = append(r.keyRecord.Key[:0], key...)
+	return r.inputPartitioner.Partition(&r.keyRecord, r.inputPartitions), true
 }
 
 // manualTopics are the topics whose records name their partition: the

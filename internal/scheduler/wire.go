@@ -44,12 +44,25 @@ func encode(v any) []byte {
 // encodeState is the state record of a task whose definition's payload
 // (its data, or its message: see splitPayload) is payload.
 func encodeState(st record.State, payload json.RawMessage) []byte {
-	w := defWire{Definition: st.Definition, Data: payload}
-	if st.Definition.Message != nil {
-		w.Data, w.Message = nil, payload
-	}
-	return encode(stateWire{State: st, Definition: w})
+	var w stateWire
+	return appendState(nil, &w, st, payload)
 }
+
+// appendState appends to b the state record encodeState returns, through
+// w, which it overwrites: a runner passes the same one each time, rather
+// than a copy of a state and its definition going to the heap per record.
+func appendState(b []byte, w *stateWire, st record.State, payload json.RawMessage) []byte {
+	*w = stateWire{State: st, Definition: defWire{Definition: st.Definition, Data: payload}}
+	if st.Definition.Message != nil {
+		w.Definition.Data, w.Definition.Message = nil, payload
+	}
+	b, _ = segjson.Append(b, w, segjson.EscapeHTML|segjson.SortMapKeys) // encode's flags
+	return b
+}
+
+// stateSize is about the most appendState appends for a task whose
+// payload is payload.
+func stateSize(payload json.RawMessage) int { return 768 + len(payload) }
 
 // decodeState reads a state record: the task's definition (its Data nil,
 // its Message the mark splitPayload leaves), its state and its payload as
