@@ -22,8 +22,8 @@ import (
 // runner acts on the statuses of the runs it watches and passes over the
 // others after a map lookup. A run's first final status decides it
 // (SUCCESS, or FAILED, which a retry policy answers with the next
-// attempt); later reports of the same attempt change nothing here,
-// whatever the console shows of them.
+// attempt); later reports of the same attempt change nothing, here or
+// in the console.
 
 // applyStatus applies the status record rec, of the status topic's
 // partition rec.Partition, to change c at now.

@@ -108,6 +108,15 @@ func (a *applier) status(r *kgo.Record) error {
 	return a.exec(`UPDATE executions SET started_at = min(coalesce(started_at, ?), ?) WHERE fire_id = ?`, at, at, st.FireID)
 }
 
+// outcomeWatched holds, in an update of executions, for an execution
+// whose final status the engine acts on: a retry, or a fire of a task
+// with a retry policy or followers. The engine decides such an attempt
+// by its first final status.
+const outcomeWatched = `(executions.attempt > 1
+	OR EXISTS (SELECT 1 FROM task_edges e WHERE e.pred = executions.host || '/' || executions.name)
+	OR EXISTS (SELECT 1 FROM tasks t WHERE t.key = executions.host || '/' || executions.name
+		AND json_extract(t.definition, '$.retry') IS NOT NULL))`
+
 // report stores a status report on an execution.
 func (a *applier) report(st record.Status, status string, at int64) error {
 	// The newest report wins; an older one never replaces a newer, and at
@@ -118,6 +127,10 @@ func (a *applier) report(st record.Status, status string, at int64) error {
 	// and no RUNNING replaces it; a worker's final status replaces it
 	// whatever its time, so that the view ends the same whichever of the
 	// two it reads first (a rebuild reads the status topic anew).
+	// An attempt whose outcome the engine acts on (its task has a retry
+	// policy or tasks that follow it, or it is a retry) keeps its worker's
+	// first final status, as the engine does: a second report shows
+	// nothing the chain did not do.
 	const upsert = `INSERT INTO executions (fire_id, status, status_message, status_worker, status_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (fire_id) DO UPDATE SET
@@ -131,7 +144,9 @@ func (a *applier) report(st record.Status, status string, at int64) error {
 			AND NOT (excluded.status_worker = '` + engineWorker + `' AND target_offset >= 0
 				AND coalesce(fired_at, 0) > excluded.status_at)
 			AND NOT (excluded.status_worker = '` + record.ReaperWorker + `' AND status IN ('SUCCESS', 'FAILED'))
-			AND NOT (status_worker = '` + record.ReaperWorker + `' AND status = 'FAILED' AND excluded.status = 'RUNNING')`
+			AND NOT (status_worker = '` + record.ReaperWorker + `' AND status = 'FAILED' AND excluded.status = 'RUNNING')
+			AND NOT (status IN ('SUCCESS', 'FAILED') AND status_worker NOT IN ('` + record.ReaperWorker + `', '` + engineWorker + `')
+				AND ` + outcomeWatched + `)`
 	if a.outcomes == nil || status == record.StatusRunning {
 		return a.exec(upsert, st.FireID, status, st.Message, st.Worker, at)
 	}

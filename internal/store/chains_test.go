@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/task"
@@ -234,5 +236,44 @@ func TestChainGraphOfAFileAndAHost(t *testing.T) {
 	}
 	if _, err := st.ChainGraph(ctx, storetype.ChainGraphFilter{}); !errors.Is(err, storetype.ErrBadFilter) {
 		t.Errorf("graph of nothing: %v", err)
+	}
+}
+
+// TestWatchedAttemptKeepsItsFirstFinalStatus: the engine decides an
+// attempt it acts on (a task's with followers or a retry policy, or a
+// retry) by its worker's first final status; a later report, newer or
+// not, changes nothing in the console either. A task nobody follows
+// shows its newest report, as before.
+func TestWatchedAttemptKeepsItsFirstFinalStatus(t *testing.T) {
+	st := openStore(t, tempDB(t))
+	ctx := context.Background()
+	recs := []*kgo.Record{
+		stateRec(t, 0, "etl/extract", chainState(t, task.Definition{Host: "etl", Name: "extract", Cron: "0 2 * * *"}, "nightly", nil), ""),
+		stateRec(t, 0, "etl/transform", chainState(t, task.Definition{Host: "etl", Name: "transform", After: []string{"extract"}}, "nightly", nil), ""),
+		stateRec(t, 0, "etl/flaky", chainState(t, task.Definition{Host: "etl", Name: "flaky", Cron: "0 3 * * *", Retry: &task.Retry{Attempts: 2}}, "nightly", nil), ""),
+		stateRec(t, 0, "etl/alone", chainState(t, task.Definition{Host: "etl", Name: "alone", Cron: "0 4 * * *"}, "nightly", nil), ""),
+		executionRec(t, 0, record.Execution{FireID: "x1", Host: "etl", Name: "extract", FiredAt: t0}),
+		executionRec(t, 0, record.Execution{FireID: "f1", Host: "etl", Name: "flaky", FiredAt: t0}),
+		executionRec(t, 0, record.Execution{FireID: "f1-2", Host: "etl", Name: "flaky", FiredAt: t0 + 60_000, Attempt: 2, Run: "f1"}),
+		executionRec(t, 0, record.Execution{FireID: "a1", Host: "etl", Name: "alone", FiredAt: t0}),
+	}
+	for _, id := range []string{"x1", "f1", "f1-2", "a1"} {
+		recs = append(recs,
+			statusRec(t, 0, record.Status{FireID: id, Status: record.StatusFailed, Message: "first", At: t0 + 100_000}),
+			statusRec(t, 0, record.Status{FireID: id, Status: record.StatusSuccess, Message: "second", At: t0 + 200_000}),
+			statusRec(t, 0, record.Status{FireID: id, Status: record.StatusRunning, Message: "third", At: t0 + 300_000}))
+	}
+	// One record per Apply: each report is its own polled batch.
+	for _, r := range sequence(recs...) {
+		apply(t, st, r)
+	}
+	for id, want := range map[string]string{"x1": "FAILED first", "f1": "FAILED first", "f1-2": "FAILED first", "a1": "RUNNING third"} {
+		e, err := st.ExecutionByFireID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Status + " " + e.StatusMessage; got != want {
+			t.Errorf("%s shows %q, want %q", id, got, want)
+		}
 	}
 }
