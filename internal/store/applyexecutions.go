@@ -111,11 +111,12 @@ func (a *applier) status(r *kgo.Record) error {
 // outcomeWatched holds, in an update of executions, for an execution
 // whose final status the engine acts on: a retry, or a fire of a task
 // with a retry policy or followers. The engine decides such an attempt
-// by its first final status.
+// by its first final status. A task known only by its end has no
+// definition: nothing to read.
 const outcomeWatched = `(executions.attempt > 1
 	OR EXISTS (SELECT 1 FROM task_edges e WHERE e.pred = executions.host || '/' || executions.name)
 	OR EXISTS (SELECT 1 FROM tasks t WHERE t.key = executions.host || '/' || executions.name
-		AND json_extract(t.definition, '$.retry') IS NOT NULL))`
+		AND json_extract(nullif(t.definition, ''), '$.retry') IS NOT NULL))`
 
 // report stores a status report on an execution.
 func (a *applier) report(st record.Status, status string, at int64) error {

@@ -243,7 +243,8 @@ func TestChainGraphOfAFileAndAHost(t *testing.T) {
 // attempt it acts on (a task's with followers or a retry policy, or a
 // retry) by its worker's first final status; a later report, newer or
 // not, changes nothing in the console either. A task nobody follows
-// shows its newest report, as before.
+// shows its newest report, as before, and so does one the store knows
+// only by its end.
 func TestWatchedAttemptKeepsItsFirstFinalStatus(t *testing.T) {
 	st := openStore(t, tempDB(t))
 	ctx := context.Background()
@@ -256,8 +257,11 @@ func TestWatchedAttemptKeepsItsFirstFinalStatus(t *testing.T) {
 		executionRec(t, 0, record.Execution{FireID: "f1", Host: "etl", Name: "flaky", FiredAt: t0}),
 		executionRec(t, 0, record.Execution{FireID: "f1-2", Host: "etl", Name: "flaky", FiredAt: t0 + 60_000, Attempt: 2, Run: "f1"}),
 		executionRec(t, 0, record.Execution{FireID: "a1", Host: "etl", Name: "alone", FiredAt: t0}),
+		// A task the store knows only by its end: no definition to read.
+		stateRec(t, 0, "etl/gone", nil, record.EndCompleted),
+		executionRec(t, 0, record.Execution{FireID: "g1", Host: "etl", Name: "gone", FiredAt: t0}),
 	}
-	for _, id := range []string{"x1", "f1", "f1-2", "a1"} {
+	for _, id := range []string{"x1", "f1", "f1-2", "a1", "g1"} {
 		recs = append(recs,
 			statusRec(t, 0, record.Status{FireID: id, Status: record.StatusFailed, Message: "first", At: t0 + 100_000}),
 			statusRec(t, 0, record.Status{FireID: id, Status: record.StatusSuccess, Message: "second", At: t0 + 200_000}),
@@ -267,7 +271,7 @@ func TestWatchedAttemptKeepsItsFirstFinalStatus(t *testing.T) {
 	for _, r := range sequence(recs...) {
 		apply(t, st, r)
 	}
-	for id, want := range map[string]string{"x1": "FAILED first", "f1": "FAILED first", "f1-2": "FAILED first", "a1": "RUNNING third"} {
+	for id, want := range map[string]string{"x1": "FAILED first", "f1": "FAILED first", "f1-2": "FAILED first", "a1": "RUNNING third", "g1": "RUNNING third"} {
 		e, err := st.ExecutionByFireID(ctx, id)
 		if err != nil {
 			t.Fatal(err)
