@@ -393,6 +393,10 @@ func TestConsoleInBrowserOnLoopbackDefaults(t *testing.T) {
 		waitJS(`document.querySelector("#preview") && document.querySelector("#preview").textContent.includes("loop/uploaded")`),
 	)
 	within(t, ctx, "the upload of local.csv",
+		// The dry run's answer is a new document: its message, found through
+		// chromedp's own node tree, says that tree is the new one, so the
+		// file input below is the answer's and not the page it replaced.
+		chromedp.WaitVisible(chromedp.CSS("#upload-message")),
 		chromedp.SetUploadFiles(chromedp.CSS("#upload-file"), []string{upload}),
 		chromedp.Click(chromedp.CSS("#upload-submit")),
 		waitJS(`location.pathname === "/files"`),
