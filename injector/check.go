@@ -13,21 +13,16 @@ import (
 	"github.com/jobdrop/jobdrop/internal/record"
 )
 
-// sizeError is a file rejected for its size, with its batch record.
-type sizeError struct {
-	rej   *RejectedError
-	batch record.Batch
-}
-
-// checkSize rejects a file over its size limit, recording the rejection.
-func (in *Injector) checkSize(ctx context.Context, f File) *sizeError {
+// checkSize rejects a file over its size limit: it returns the rejection
+// and the batch that records it, or nil.
+func checkSize(f File) (*RejectedError, record.Batch) {
 	limit := f.MaxBytes
 	if limit == 0 {
 		limit = DefaultMaxBytes
 	}
 	fi, err := os.Stat(f.Path)
 	if limit < 0 || err != nil || fi.Size() <= limit {
-		return nil // an unreadable file is reported when it is read
+		return nil, record.Batch{} // an unreadable file is reported when it is read
 	}
 	// Not hashed: reading a huge file whole is what the limit avoids. The
 	// rejection is audited without a batch id.
@@ -35,10 +30,7 @@ func (in *Injector) checkSize(ctx context.Context, f File) *sizeError {
 	rej := &RejectedError{File: f.Name, Err: fmt.Errorf("file is %s (%d bytes), over the size limit of %s (max_file_bytes: %d); nothing was read or injected",
 		humanBytes(fi.Size()), fi.Size(), humanBytes(limit), limit)}
 	batch.Errors = []string{rej.Error()}
-	if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, rej.Error()); err != nil {
-		in.log.Error("audit rejected file", "file", f.Name, "err", err)
-	}
-	return &sizeError{rej: rej, batch: batch}
+	return rej, batch
 }
 
 // humanBytes formats n bytes in binary units, as "1.5 GiB".

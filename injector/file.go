@@ -107,8 +107,8 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	if !f.Policy.Valid() {
 		return Result{}, fmt.Errorf("inject %s: unknown policy %q (want %s or %s)", f.Name, f.Policy, PolicyReject, PolicyGoodRows)
 	}
-	if err := in.checkSize(ctx, f); err != nil {
-		return Result{Outcome: Rejected, Batch: err.batch}, err.rej
+	if rej, batch := checkSize(f); rej != nil {
+		return in.reject(ctx, f, batch, rej, rej.Error())
 	}
 	pace := in.pacer()
 	pace.wait(ctx)
@@ -183,10 +183,7 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 		batch.Rejected = rej.Bad
 		lines := rej.RowLines() // a cycle's first
 		batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
-		if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
-			in.log.Error("audit rejected file", "file", f.Name, "err", err)
-		}
-		return Result{Outcome: Rejected, Batch: batch}, rej
+		return in.reject(ctx, f, batch, rej, firstLine(rej.Error()))
 	}
 
 	var plan *syncPlan
@@ -203,10 +200,7 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 			rej = plan.orphaned(f, rej)
 			lines := rej.RowLines()
 			batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
-			if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
-				in.log.Error("audit rejected file", "file", f.Name, "err", err)
-			}
-			return Result{Outcome: Rejected, Batch: batch}, rej
+			return in.reject(ctx, f, batch, rej, firstLine(rej.Error()))
 		case plan.diff.Held != "":
 			held := &HeldError{File: f.Name, Diff: plan.diff, Lines: plan.lines}
 			if err := in.audit(ctx, f, record.ActionFileHeld, record.OutcomeNoChange, &batch, firstLine(held.Error())); err != nil {
@@ -216,10 +210,7 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 		case rej.Rows == 0 && plan.diff.Scope == 0:
 			rej.Err = fmt.Errorf("%s: %w: the file holds no task and its source none", f.Name, converters.ErrNoRows)
 			batch.Errors = []string{rej.Error()}
-			if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, firstLine(rej.Error())); err != nil {
-				in.log.Error("audit rejected file", "file", f.Name, "err", err)
-			}
-			return Result{Outcome: Rejected, Batch: batch}, rej
+			return in.reject(ctx, f, batch, rej, firstLine(rej.Error()))
 		}
 	}
 
@@ -331,8 +322,16 @@ func (in *Injector) refused(ctx context.Context, f File, batch record.Batch, row
 		Err: errors.New("the brokers refused part of the file; nothing was injected")}
 	batch.Rejected = rej.Bad
 	batch.Errors = lines[:min(len(lines), record.MaxBatchErrors)]
-	if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, lines[0]); err != nil {
-		in.log.Error("audit rejected file", "file", f.Name, "err", err)
+	return in.reject(ctx, f, batch, rej, lines[0])
+}
+
+// reject records f's rejection rej in the audit trail and returns it. A
+// rejection the audit trail could not take is not the file's last word:
+// the file is tried again later (ErrUnavailable), as one whose rows could
+// not be written, and says the same then.
+func (in *Injector) reject(ctx context.Context, f File, batch record.Batch, rej *RejectedError, detail string) (Result, error) {
+	if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, detail); err != nil {
+		return Result{}, fmt.Errorf("record the rejection of %s: %w: %w", f.Name, ErrUnavailable, err)
 	}
 	return Result{Outcome: Rejected, Batch: batch}, rej
 }

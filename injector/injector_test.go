@@ -27,14 +27,17 @@ func newInjector(t *testing.T) (*Injector, []string, record.Topics) {
 
 // injectorOn makes jobdrop's topics on brokers and an injector writing
 // to them.
-func injectorOn(t *testing.T, brokers []string) (*Injector, record.Topics) {
+func injectorOn(t *testing.T, brokers []string, opts ...func(*Config)) (*Injector, record.Topics) {
 	t.Helper()
 	topics := record.Topics{}.WithDefaults()
 	if err := kafka.EnsureTopics(context.Background(), kafkatest.Client(t, brokers), topics, 3, -1); err != nil {
 		t.Fatal(err)
 	}
-	in, err := New(Config{ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics},
-		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg := Config{ClientOpts: kafka.ClientOpts(brokers, "test"), TransactionalID: "test-injector", Topics: topics}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	in, err := New(cfg, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

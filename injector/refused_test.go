@@ -146,3 +146,45 @@ func TestClusterFaultIsNotTheFiles(t *testing.T) {
 		t.Fatalf("once the brokers take it: %+v, %v", res, err)
 	}
 }
+
+// TestRejectionTheAuditTrailCannotTakeIsTriedAgain: while the brokers
+// refuse the audit topic, a bad file's rejection cannot be recorded, so
+// the file is not done with: Inject says ErrUnavailable, as for a cluster
+// fault, and OnFile is not told. Tried again once the audit topic takes
+// records, it is rejected for its content, and recorded once.
+func TestRejectionTheAuditTrailCannotTakeIsTriedAgain(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var told []FileDone
+	in, topics := injectorOn(t, c.ListenAddrs(), func(cfg *Config) { cfg.OnFile = func(d FileDone) { told = append(told, d) } })
+	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topics.Audit, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	path := writeFile(t, "bad.csv", "host,name,topic,timeUnit,time\nacme,a,jobs,FORTNIGHTS,1\n")
+	_, err = in.Inject(context.Background(), File{Path: path}, converters.CSV{}, converters.Options{})
+	var rej *RejectedError
+	if !errors.Is(err, ErrUnavailable) || errors.As(err, &rej) {
+		t.Fatalf("a bad file while the audit topic refuses records: %v, want ErrUnavailable", err)
+	}
+	if len(told) != 0 {
+		t.Errorf("OnFile told %+v, want nothing yet", told)
+	}
+	fault.Remove()
+	_, err = in.Inject(context.Background(), File{Path: path}, converters.CSV{}, converters.Options{})
+	if !errors.As(err, &rej) || !strings.Contains(err.Error(), "FORTNIGHTS") {
+		t.Fatalf("the same file once the audit topic takes records: %v, want it rejected for FORTNIGHTS", err)
+	}
+	if len(told) != 1 || told[0].Outcome != Rejected {
+		t.Errorf("OnFile told %+v, want the rejection", told)
+	}
+	rejections := 0
+	for _, r := range kafkatest.Drain(t, c.ListenAddrs(), topics.Audit) {
+		if strings.Contains(string(r.Value), `"action":"`+record.ActionFileRejected+`"`) {
+			rejections++
+		}
+	}
+	if rejections != 1 {
+		t.Errorf("the audit topic holds %d rejections, want 1", rejections)
+	}
+}

@@ -271,10 +271,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 		}
 		batch.Rejected = rej.Bad
 		batch.Errors = rej.Errors[:min(len(rej.Errors), record.MaxBatchErrors)]
-		if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, batch, firstLine(rej.Error())); err != nil {
-			in.log.Error("audit rejected file", "file", f.Name, "err", err)
-		}
-		return Result{Outcome: Rejected, Batch: *batch}, rej
+		return in.reject(ctx, f, *batch, rej, firstLine(rej.Error()))
 	}
 	if txErr != nil {
 		if refused := refusedLines(f.Name, txErr); len(refused) > 0 {
