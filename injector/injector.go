@@ -10,11 +10,14 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/internal/retry"
 )
 
 // Config configures an Injector.
@@ -76,6 +79,7 @@ type Injector struct {
 
 	mu       sync.Mutex // owns cl: one transaction at a time
 	cl       *kgo.Client
+	began    bool // cl has begun a transaction: it is too late to Fence
 	injected map[string]bool // batch ids committed by this process
 
 	// admin asks the brokers about topics and their limits, outside the
@@ -134,7 +138,7 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	opts := append(append([]kgo.Opt{
 		kgo.WithHooks(&in.progress),
 		// A large file may take minutes to produce.
-		kgo.TransactionTimeout(5 * time.Minute),
+		kgo.TransactionTimeout(txnTimeout),
 		kgo.ProducerBatchMaxBytes(kafka.MaxBatchBytes),
 		kgo.MaxBufferedRecords(20_000),
 	}, cfg.ClientOpts...), kafka.TxnOpts(cfg.TransactionalID)...)
@@ -149,6 +153,43 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 	}
 	in.batches, in.cl, in.admin = batches, cl, admin
 	return in, nil
+}
+
+// txnTimeout is how long the brokers give one of the injector's
+// transactions before they abort it.
+const txnTimeout = 5 * time.Minute
+
+// Fence ends the transaction a previous run of this injector left open,
+// killed between a file's first record and its commit: the brokers abort
+// it now, not once its timeout of 5 minutes has run out. Until then a
+// read_committed reader, the recorder first, reads nothing past its first
+// record on any partition it wrote. A node calls Fence as it starts,
+// before it waits for what was committed before it. Brokers that cannot
+// be reached, or keep answering that the transaction is still ending, are
+// asked again until ctx is done. Once this injector has begun a
+// transaction of its own, which fenced the previous run already, Fence
+// does nothing.
+func (in *Injector) Fence(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.began || in.cl == nil {
+		return nil
+	}
+	id := in.cfg.TransactionalID
+	return retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 50 * time.Millisecond, Max: 2 * time.Second}}, func() error {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &id
+		req.TransactionTimeoutMillis = int32(txnTimeout / time.Millisecond)
+		resp, err := req.RequestWith(ctx, in.admin)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		var refused *kerr.Error
+		if errors.As(err, &refused) && !refused.Retriable && refused != kerr.ConcurrentTransactions {
+			return retry.Permanent(fmt.Errorf("fence the transactions of %s: %w", id, err))
+		}
+		return err
+	})
 }
 
 // Close releases the producers. It is safe to call more than once.
@@ -189,6 +230,7 @@ func (in *Injector) transactFile(ctx context.Context, f File, fill func(produce 
 		return errClosed
 	}
 	defer in.progress.follow(f)()
+	in.began = true
 	err := kafka.Transact(ctx, in.cl, fill, nil)
 	if errors.Is(err, kafka.ErrEndedWithAbort) {
 		// Nothing of the file was written: it is tried again, as when the

@@ -276,6 +276,12 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		if err := auditUnclean(ctx, cmds, cfg.DataDir, cfg.Node, unclean, h.clock.Now()); err != nil && ctx.Err() == nil {
 			log.Error("unclean stop not audited; the next start tries again", "err", err)
 		}
+		// A file this node was killed in the middle of left its
+		// transaction open, and the recorder could read nothing past it
+		// until the brokers' timeout.
+		if err := inj.Fence(ctx); err != nil && ctx.Err() == nil {
+			log.Error("the injector's last transaction not fenced; the brokers abort it at its timeout", "err", err)
+		}
 		// Files are deduplicated against the batches recorded so far: first
 		// let the recorder catch up with everything committed before us.
 		if err := startedAudit(ctx, cmds, rec, cfg.Node, h.clock.Now()); err != nil {
