@@ -79,7 +79,7 @@ type Injector struct {
 
 	mu       sync.Mutex // owns cl: one transaction at a time
 	cl       *kgo.Client
-	began    bool // cl has begun a transaction: it is too late to Fence
+	began    bool            // cl has begun a transaction: it is too late to Fence
 	injected map[string]bool // batch ids committed by this process
 
 	// admin asks the brokers about topics and their limits, outside the
