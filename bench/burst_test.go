@@ -249,6 +249,18 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 			stop = time.Now().Add(linger)
 		}
 	}
+	// A read_committed consumer gets fires as its polls bring them,
+	// in steps: the log says when each poll returned and how many fires it held.
+	var steps strings.Builder
+	for i := 0; i < len(got); {
+		j := i
+		for j < len(got) && got[j].at.Equal(got[i].at) {
+			j++
+		}
+		fmt.Fprintf(&steps, " %d ms: %d;", got[i].at.Sub(due).Milliseconds(), j-i)
+		i = j
+	}
+	tb.Logf("fires read, by poll, after the due second:%s", strings.TrimSuffix(steps.String(), ";"))
 	seen := make(map[string]bool, n)
 	for _, a := range got {
 		r := a.rec
