@@ -104,7 +104,12 @@ func countsOf(b *storetype.Batch) fileCounts {
 	case storetype.BatchInjected:
 	case storetype.BatchRejected:
 		c.Rejected, c.Tasks = strconv.Itoa(b.Rows), "—"
-		if b.Rejected < b.Rows {
+		switch {
+		case b.Rejected == 0 && b.Rows > 0:
+			// No row is wrong on its own: a cycle of chains, or a sync
+			// that would leave followers without their predecessor.
+			c.Invalid = "(none invalid: the file as a whole)"
+		case b.Rejected < b.Rows:
 			c.Invalid = "(" + strconv.Itoa(b.Rejected) + " invalid)"
 		}
 	case storetype.BatchDuplicate:

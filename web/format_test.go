@@ -2,8 +2,11 @@ package web
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
 
 func TestRelative(t *testing.T) {
@@ -55,6 +58,25 @@ func TestPathPartsFoldLongPathsAfterSlashesAndDots(t *testing.T) {
 	} {
 		if got := fmt.Sprint(pathParts(tc.word)); got != tc.want {
 			t.Errorf("pathParts(%q) = %s, want %s", tc.word, got, tc.want)
+		}
+	}
+}
+
+// TestRejectedCountsSayWhy: a file rejected whole shows every row as
+// rejected, and says how many were invalid, or that none was when the
+// file was refused for what its rows make together.
+func TestRejectedCountsSayWhy(t *testing.T) {
+	for _, c := range []struct {
+		rows, invalid int
+		want          string
+	}{
+		{4, 3, "4 (3 invalid)"},
+		{4, 4, "4"},
+		{4, 0, "4 (none invalid: the file as a whole)"},
+	} {
+		got := countsOf(&storetype.Batch{Status: storetype.BatchRejected, Rows: c.rows, Rejected: c.invalid})
+		if s := strings.TrimSpace(got.Rejected + " " + got.Invalid); s != c.want {
+			t.Errorf("%d rows, %d invalid: %q, want %q", c.rows, c.invalid, s, c.want)
 		}
 	}
 }
