@@ -204,9 +204,12 @@ func attemptsWords(r storetype.ExecutionRun) string {
 	case storetype.ExecutionSuccess:
 		s += "; the run succeeded on attempt " + strconv.Itoa(max(last.Attempt, 1))
 	case storetype.ExecutionFailed:
-		if n >= r.Planned {
+		switch {
+		case n >= r.Planned:
 			s += "; the run failed, its attempts spent"
-		} else {
+		case r.NextAttempt != nil:
+			s += "; the last failed, and attempt " + strconv.Itoa(r.NextAttempt.Attempt) + " fires at" // the template adds when
+		default:
 			s += "; the last failed, and the next is due after the retry's wait"
 		}
 	default:

@@ -212,3 +212,59 @@ func TestRetryAcrossAKill(t *testing.T) {
 		t.Errorf("%d retries scheduled, want 2", n)
 	}
 }
+
+// TestConsoleShowsTheNextAttempt: a task with a retry policy fails; while
+// the engine waits to fire its next attempt, the task's API and page, and
+// its execution's page, say which attempt fires and when: the failure's
+// time plus the retry's wait.
+func TestConsoleShowsTheNextAttempt(t *testing.T) {
+	in := startInstanceEnv(t, nil, kafkatest.Cluster(t)...)
+	due := in.clock.Now().Add(time.Minute)
+	in.drop("flaky.csv", "host,name,topic,start,retry\nacme,flaky,flaky,"+due.UTC().Format(time.RFC3339)+",3 every 10m\n")
+	in.waitFile("archive", "flaky.csv")
+	kafkatest.Eventually(t, 60*time.Second, "flaky in the console", func() bool {
+		var task struct{ Key string }
+		return in.getJSON("/api/tasks/acme/flaky", &task) == nil && task.Key == "acme/flaky"
+	})
+	in.advanceTo(due)
+	var execs []struct {
+		FireID string `json:"fireId"`
+	}
+	kafkatest.Eventually(t, 60*time.Second, "flaky fired", func() bool {
+		return in.getJSON("/api/executions?task=acme/flaky", &execs) == nil && len(execs) == 1
+	})
+	fire := execs[0].FireID
+	failedAt := in.clock.Now()
+	if code, body := in.call("POST", "/api/executions/"+fire+"/status", "", `{"status":"FAILED","message":"no disk"}`); code != 200 {
+		t.Fatalf("report FAILED: %d %s", code, body)
+	}
+	want := failedAt.Add(10 * time.Minute).UTC()
+	var task struct {
+		NextAttempt *struct {
+			Run     string    `json:"run"`
+			Attempt int       `json:"attempt"`
+			At      time.Time `json:"at"`
+		} `json:"nextAttempt"`
+	}
+	kafkatest.Eventually(t, 60*time.Second, "the next attempt in the task's API", func() bool {
+		return in.getJSON("/api/tasks/acme/flaky", &task) == nil && task.NextAttempt != nil
+	})
+	if n := task.NextAttempt; n.Run != fire || n.Attempt != 2 || !n.At.Equal(want) {
+		t.Errorf("next attempt %+v, want attempt 2 of run %s at %s", *n, fire, want.Format(time.RFC3339))
+	}
+	stamp := want.Format(time.RFC3339)
+	if page := in.page("/tasks/acme/flaky"); !strings.Contains(page, `id="task-next-attempt"`) || !strings.Contains(page, stamp) {
+		t.Errorf("the task page does not say attempt 2 fires at %s", stamp)
+	}
+	if page := in.page("/executions/" + fire); !strings.Contains(page, "attempt 2 fires at") || !strings.Contains(page, stamp) {
+		t.Errorf("the execution page does not say attempt 2 fires at %s", stamp)
+	}
+
+	// Once it fired, nothing waits.
+	in.advanceTo(want)
+	kafkatest.Eventually(t, 60*time.Second, "attempt 2 fired, and no attempt waits", func() bool {
+		task.NextAttempt = nil
+		return in.getJSON("/api/executions?task=acme/flaky", &execs) == nil && len(execs) == 2 &&
+			in.getJSON("/api/tasks/acme/flaky", &task) == nil && task.NextAttempt == nil
+	})
+}

@@ -109,6 +109,36 @@ const (
 	ActionTaskRunFailed      = "task.run_failed"
 )
 
+// RunKeyPrefix starts the state topic's key of a watched run: the prefix,
+// then the run's id. The engine writes a run's record in the transaction
+// that fires it, rewrites it when a failure schedules its next attempt,
+// and tombstones it once the run ends.
+const RunKeyPrefix = "#run "
+
+// RunState is a watched run of a task (one with followers or a retry policy),
+// as the value of its record on the state topic.
+type RunState struct {
+	Key string `json:"key"`
+	// Run is the fire id of its first attempt; Fire that of the attempt
+	// in flight (or of the last one, while a retry waits).
+	Run     string `json:"run"`
+	Fire    string `json:"fire"`
+	Attempt int    `json:"attempt"`
+	// Scheduled is the occurrence's scheduled time, which every attempt
+	// keeps; FiredAt when the attempt in flight was fired.
+	Scheduled int64 `json:"scheduled"`
+	FiredAt   int64 `json:"firedAt"`
+	// RetryAt is when the next attempt fires, while one waits.
+	RetryAt int64 `json:"retryAt,omitempty"`
+	// Deadline is when the attempt in flight counts as failed for want
+	// of a final status (a retry policy with onOverdue).
+	Deadline int64 `json:"deadline,omitempty"`
+	// After and Triggered are the first attempt's, which the others
+	// carry too.
+	After     []string `json:"after,omitempty"`
+	Triggered bool     `json:"triggered,omitempty"`
+}
+
 // AttemptFireID is the fire id of attempt n (2 or more) of the run whose
 // first attempt's fire id is run.
 func AttemptFireID(run string, n int) string {

@@ -22,29 +22,12 @@ import (
 // follows it (a link) or while it has a retry policy; the runs of other
 // tasks are not kept, and their statuses cost one map lookup.
 //
-// A run is kept on the state topic under runKey(run id), written in the
-// transaction that fires it, rewritten when a failure schedules its next
-// attempt, and tombstoned in the transaction that reads its final status.
+// A run is kept on the state topic under runKey(run id) (record.RunState),
+// written in the transaction that fires it, rewritten when a failure
+// schedules its next attempt, and tombstoned in the transaction that
+// reads its final status.
 type run struct {
-	Key string `json:"key"`
-	// Run is the fire id of its first attempt; Fire that of the attempt
-	// in flight (or of the last one, while a retry waits).
-	Run     string `json:"run"`
-	Fire    string `json:"fire"`
-	Attempt int    `json:"attempt"`
-	// Scheduled is the occurrence's scheduled time, which every attempt
-	// keeps; FiredAt when the attempt in flight was fired.
-	Scheduled int64 `json:"scheduled"`
-	FiredAt   int64 `json:"firedAt"`
-	// RetryAt is when the next attempt fires, while one waits.
-	RetryAt int64 `json:"retryAt,omitempty"`
-	// Deadline is when the attempt in flight counts as failed for want
-	// of a final status (a retry policy with onOverdue).
-	Deadline int64 `json:"deadline,omitempty"`
-	// After and Triggered are the first attempt's, which the others
-	// carry too.
-	After     []string `json:"after,omitempty"`
-	Triggered bool     `json:"triggered,omitempty"`
+	record.RunState
 
 	at int // in runs.timers; -1 when not there
 }
@@ -58,7 +41,7 @@ func (u *run) due() int64 {
 }
 
 const (
-	runPrefix  = "#run "
+	runPrefix  = record.RunKeyPrefix
 	linkPrefix = "#link\x00"
 )
 
@@ -269,8 +252,8 @@ func (r *runner) writeRuns(c *change, now int64, produce func(*kgo.Record)) {
 // runOf is the run watched fire f starts, or continues (a retry), once
 // committed at now.
 func (r *runner) runOf(f *fire, now int64) *run {
-	u := &run{Key: f.key, Run: f.fireID, Fire: f.fireID, Attempt: 1, Scheduled: f.scheduled, FiredAt: now,
-		After: f.after, Triggered: f.triggered}
+	u := &run{RunState: record.RunState{Key: f.key, Run: f.fireID, Fire: f.fireID, Attempt: 1, Scheduled: f.scheduled, FiredAt: now,
+		After: f.after, Triggered: f.triggered}}
 	if f.attempt > 1 {
 		u.Run, u.Attempt = f.run, f.attempt
 	}

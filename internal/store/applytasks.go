@@ -24,6 +24,9 @@ func (a *applier) state(r *kgo.Record) error {
 			ON CONFLICT (partition) DO UPDATE SET input_offset = max(input_offset, excluded.input_offset)`,
 			r.Partition, c.InputOffset)
 	}
+	if id, ok := strings.CutPrefix(key, record.RunKeyPrefix); ok {
+		return a.run(r, id)
+	}
 	if strings.HasPrefix(key, "#") {
 		return nil // the engine's own records
 	}
@@ -135,4 +138,22 @@ func (a *applier) taskFault(key string, f *record.Fault) error {
 	return a.exec(`INSERT INTO task_faults (key, fault, paused, at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET fault = excluded.fault, paused = excluded.paused, at = excluded.at`,
 		key, f.Description(), f.Paused, f.At)
+}
+
+// run stores what a watched run's record says of its next attempt: the
+// attempt and when it fires while a retry waits, nothing once it fired or
+// the run ended.
+func (a *applier) run(r *kgo.Record, id string) error {
+	var u record.RunState
+	if len(r.Value) > 0 {
+		if err := decode(r, &u); err != nil {
+			return err
+		}
+	}
+	if u.RetryAt == 0 {
+		return a.exec(`DELETE FROM pending_retries WHERE run = ?`, id)
+	}
+	return a.exec(`INSERT INTO pending_retries (run, task, attempt, retry_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (run) DO UPDATE SET task = excluded.task, attempt = excluded.attempt, retry_at = excluded.retry_at`,
+		id, u.Key, u.Attempt+1, u.RetryAt)
 }

@@ -271,6 +271,9 @@ func (s *Store) ExecutionRun(ctx context.Context, fireID string, limit int) (sto
 		return r, fmt.Errorf("run of %s: %w", fireID, err)
 	}
 	r.Planned = max(int(planned.Int64), 1)
+	if r.NextAttempt, err = nextAttempt(ctx, tx, `run = ?`, run); err != nil {
+		return r, fmt.Errorf("run of %s: %w", fireID, err)
+	}
 	for _, pred := range e.After {
 		last, err := scanExecution(tx.QueryRowContext(ctx, attempts+` ORDER BY e.attempt DESC, e.fire_id DESC LIMIT 1`, pred))
 		switch {

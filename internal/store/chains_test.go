@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -278,6 +279,68 @@ func TestWatchedAttemptKeepsItsFirstFinalStatus(t *testing.T) {
 		}
 		if got := e.Status + " " + e.StatusMessage; got != want {
 			t.Errorf("%s shows %q, want %q", id, got, want)
+		}
+	}
+}
+
+// TestNextAttemptShowsWhileARetryWaits: a run's record on the state topic
+// says when its next attempt fires after a failure; the task and the run
+// show that attempt and its time until the record says it fired, and
+// nothing once the run is tombstoned.
+func TestNextAttemptShowsWhileARetryWaits(t *testing.T) {
+	st := openStore(t, tempDB(t))
+	ctx := context.Background()
+	runRec := func(u *record.RunState) *kgo.Record {
+		r := &kgo.Record{Topic: testTopics.State, Key: []byte(record.RunKeyPrefix + "f1")}
+		if u != nil {
+			r.Value = jsonValue(t, u)
+		}
+		return r
+	}
+	u := record.RunState{Key: "etl/flaky", Run: "f1", Fire: "f1", Attempt: 1, Scheduled: t0, FiredAt: t0}
+	waiting := u
+	waiting.RetryAt = t0 + 600_000
+	second := u
+	second.Fire, second.Attempt, second.FiredAt = "f1-2", 2, t0+600_000
+	steps := []struct {
+		rec  *kgo.Record
+		want string
+	}{
+		{runRec(&u), "none"},
+		{runRec(&waiting), "attempt 2 at " + time.UnixMilli(t0+600_000).UTC().Format(time.RFC3339)},
+		{runRec(&second), "none"},
+		{runRec(&waiting), "attempt 2 at " + time.UnixMilli(t0+600_000).UTC().Format(time.RFC3339)},
+		{runRec(nil), "none"},
+	}
+	recs := []*kgo.Record{
+		stateRec(t, 0, "etl/flaky", chainState(t, task.Definition{Host: "etl", Name: "flaky", Cron: "0 3 * * *", Retry: &task.Retry{Attempts: 3}}, "nightly", nil), ""),
+		executionRec(t, 0, record.Execution{FireID: "f1", Host: "etl", Name: "flaky", FiredAt: t0}),
+	}
+	for _, r := range sequence(recs...) {
+		apply(t, st, r)
+	}
+	words := func(n *storetype.NextAttempt) string {
+		if n == nil {
+			return "none"
+		}
+		return fmt.Sprintf("attempt %d at %s", n.Attempt, n.At.Format(time.RFC3339))
+	}
+	for i, s := range steps {
+		s.rec.Offset = int64(10 + i)
+		apply(t, st, s.rec)
+		task, err := st.TaskByKey(ctx, "etl/flaky")
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := st.ExecutionRun(ctx, "f1", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := words(task.NextAttempt); got != s.want {
+			t.Errorf("step %d: the task's next attempt is %s, want %s", i, got, s.want)
+		}
+		if got := words(run.NextAttempt); got != s.want {
+			t.Errorf("step %d: the run's next attempt is %s, want %s", i, got, s.want)
 		}
 	}
 }

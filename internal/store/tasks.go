@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 )
@@ -163,5 +164,28 @@ func (s *Store) TaskByKey(ctx context.Context, key string) (storetype.Task, erro
 	if err != nil {
 		return t, fmt.Errorf("task %s: %w", key, err)
 	}
+	if t.NextAttempt, err = nextAttempt(ctx, db, `task = ? ORDER BY retry_at, run`, key); err != nil {
+		return t, fmt.Errorf("task %s: %w", key, err)
+	}
 	return t, nil
+}
+
+// querier is a database or a transaction, to read one row.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// nextAttempt is the first pending retry where says, or nil.
+func nextAttempt(ctx context.Context, q querier, where string, args ...any) (*storetype.NextAttempt, error) {
+	var n storetype.NextAttempt
+	var at int64
+	err := q.QueryRowContext(ctx, `SELECT run, attempt, retry_at FROM pending_retries WHERE `+where+` LIMIT 1`, args...).Scan(&n.Run, &n.Attempt, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pending retry: %w", err)
+	}
+	n.At = time.UnixMilli(at).UTC()
+	return &n, nil
 }

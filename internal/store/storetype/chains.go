@@ -168,4 +168,7 @@ type ExecutionRun struct {
 	// its task, at most the limit asked for, of ReleasedTotal in all.
 	Released      []Execution
 	ReleasedTotal int
+	// NextAttempt is the run's next attempt while the engine waits to
+	// fire it after a failure; nil otherwise.
+	NextAttempt *NextAttempt
 }

@@ -66,6 +66,18 @@ type Task struct {
 	// after) stands with them; nil for any other task, and once it
 	// ended.
 	Chain *Chain `json:"chain,omitempty"`
+	// NextAttempt is the retry the engine waits to fire after a failed
+	// attempt of one of the task's runs, the soonest when several wait;
+	// nil when none waits.
+	NextAttempt *NextAttempt `json:"nextAttempt,omitempty"`
+}
+
+// NextAttempt is a retry the engine waits to fire: the attempt it will be
+// of its run, and when.
+type NextAttempt struct {
+	Run     string    `json:"run"`
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
 }
 
 // Live reports whether the engine holds the task: active or paused.
