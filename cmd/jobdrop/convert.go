@@ -28,7 +28,8 @@ type previewed struct {
 // once every row is read: a row whose predecessor is not in the file is
 // reported then (its definition was printed already), and so is a
 // cycle. With no task store, a predecessor outside the file is left
-// unchecked: it may run already.
+// unchecked, since it may run already: a warning says so, with the name
+// of the file it may have meant.
 func convert(ctx context.Context, cfg Config, path, dir string, preview int, from string, stdout, stderr io.Writer) error {
 	if err := regularFile(path); err != nil {
 		return err
@@ -96,6 +97,10 @@ func convert(ctx context.Context, cfg Config, path, dir string, preview int, fro
 	probs, err := chains.Check(ctx, nil, false)
 	if err != nil {
 		return err
+	}
+	// What no task store could tell: said, not held against the file.
+	for _, w := range probs.Unchecked {
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	rows := map[int]bool{}
 	for _, e := range probs.Rows {
