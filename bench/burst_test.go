@@ -42,6 +42,7 @@ type burst struct {
 	engine   []time.Duration // firedAt minus due time, as the engine stamped it, sorted
 	last     time.Time       // arrival of the last first fire
 	dups     int             // fires beyond the first of a task
+	reread   time.Duration   // every fire read again by a new consumer, once all are committed
 }
 
 // buildJobdrop builds the jobdrop binary into dir and returns its path.
@@ -174,12 +175,7 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 	}
 	broker := startJobdrop(tb, bin, dir, inbox, brokers)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(burstTopic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(time.Second))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cl := outsideConsumer(tb, broker)
 	defer cl.Close()
 
 	// Due time: far enough ahead for the file to be injected and its
@@ -290,7 +286,43 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 	slices.Sort(b.late)
 	slices.Sort(b.engine)
 	b.injected = time.Duration(injected.Load())
+	b.reread = reread(tb, broker, len(got))
 	return b
+}
+
+// outsideConsumer is the consumer that times the fires: a read_committed
+// client of the burst's topic, on kgo's defaults but for metadata asked
+// often enough to find the topic as soon as it exists.
+func outsideConsumer(tb testing.TB, broker string) *kgo.Client {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(burstTopic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cl
+}
+
+// reread reads the n records of the burst's topic again, once every fire
+// is committed, with a new outside consumer, and returns how long that
+// took: the consumer's own pace on this machine, with jobdrop idle, which
+// bounds the burst's fires/s as that consumer sees them.
+func reread(tb testing.TB, broker string, n int) time.Duration {
+	tb.Helper()
+	cl := outsideConsumer(tb, broker)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	for read := 0; read < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			tb.Fatalf("read again %d of %d records within a minute", read, n)
+		}
+		read += fs.NumRecords()
+	}
+	return time.Since(start)
 }
 
 // firesPerSec is the burst's throughput: its tasks over the time from
@@ -321,6 +353,9 @@ func BenchmarkBurstFromOutside(b *testing.B) {
 			b.ReportMetric(r.firesPerSec(), "fires/s")
 			b.ReportMetric(float64(r.n), "tasks")
 			b.ReportMetric(ms(r.injected), "inject-ms")
+			// The outside consumer's own pace: the same records read
+			// again once the burst is over, jobdrop idle.
+			b.ReportMetric(float64(r.n)/r.reread.Seconds(), "reread-records/s")
 			b.ReportMetric(float64(r.dups), "duplicates")
 			// The engine's own stamp on each fire: how much of the
 			// lateness is before the fire's transaction, against
