@@ -217,9 +217,11 @@ func (c *ChainCheck) Check(ctx context.Context, running chain.Lookup, goodRows b
 					case unchecked:
 						w := fmt.Sprintf("%s: row %d: column after: predecessor %s is not in the file and was not checked: no task store to ask whether it runs",
 							c.file, r.line, p)
-						if s := c.suggest(r, r.after[i]); s != "" && suggested < maxSuggestions {
+						if suggested < maxSuggestions {
 							suggested++
-							w += "; did you mean " + s + "?"
+							if s := c.suggest(r, r.after[i]); s != "" {
+								w += "; did you mean " + s + "?"
+							}
 						}
 						probs.Unchecked = append(probs.Unchecked, w)
 					case problem != "":

@@ -330,7 +330,14 @@ func (in *Injector) refused(ctx context.Context, f File, batch record.Batch, row
 // the file is tried again later (ErrUnavailable), as one whose rows could
 // not be written, and says the same then.
 func (in *Injector) reject(ctx context.Context, f File, batch record.Batch, rej *RejectedError, detail string) (Result, error) {
-	if err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, detail); err != nil {
+	err := in.audit(ctx, f, record.ActionFileRejected, record.OutcomeRejected, &batch, detail)
+	if err != nil && len(refusedLines(f.Name, err)) > 0 {
+		// The brokers refuse the event itself (a topic's message size
+		// set below it): trying again would not change that.
+		in.log.Error("the brokers refuse the audit event of a rejected file; the rejection stands unrecorded", "file", f.Name, "err", err)
+		err = nil
+	}
+	if err != nil {
 		return Result{}, fmt.Errorf("record the rejection of %s: %w: %w", f.Name, ErrUnavailable, err)
 	}
 	return Result{Outcome: Rejected, Batch: batch}, rej

@@ -159,6 +159,9 @@ func New(cfg Config, batches Batches, log *slog.Logger) (*Injector, error) {
 // transactions before they abort it.
 const txnTimeout = 5 * time.Minute
 
+// fenceFor bounds how long Fence asks the brokers.
+const fenceFor = 30 * time.Second
+
 // Fence ends the transaction a previous run of this injector left open,
 // killed between a file's first record and its commit: the brokers abort
 // it now, not once its timeout of 5 minutes has run out. Until then a
@@ -166,7 +169,7 @@ const txnTimeout = 5 * time.Minute
 // record on any partition it wrote. A node calls Fence as it starts,
 // before it waits for what was committed before it. Brokers that cannot
 // be reached, or keep answering that the transaction is still ending, are
-// asked again until ctx is done. Once this injector has begun a
+// asked again for at most 30 seconds. Once this injector has begun a
 // transaction of its own, which fenced the previous run already, Fence
 // does nothing.
 func (in *Injector) Fence(ctx context.Context) error {
@@ -176,7 +179,12 @@ func (in *Injector) Fence(ctx context.Context) error {
 		return nil
 	}
 	id := in.cfg.TransactionalID
-	return retry.Do(ctx, retry.Policy{Backoff: retry.Backoff{First: 50 * time.Millisecond, Max: 2 * time.Second}}, func() error {
+	// Bounded: the mutex it holds is the one files and the console's
+	// releases of held files wait for; past the bound the brokers' own
+	// timeout ends the transaction.
+	p := retry.Policy{Backoff: retry.Backoff{First: 50 * time.Millisecond, Max: 2 * time.Second}, Elapsed: fenceFor,
+		Log: in.log, Msg: "cannot fence the injector's last transaction; retrying", QuietRepeats: true}
+	return retry.Do(ctx, p, func() error {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = &id
 		req.TransactionTimeoutMillis = int32(txnTimeout / time.Millisecond)

@@ -193,27 +193,33 @@ func nodeClass(n graphNode) string {
 }
 
 // attemptsWords says how far a run got: "attempt 2 of 3 allowed; the
-// run succeeded".
+// run succeeded". While the engine waits to fire its next attempt
+// (nextAttemptShown), it ends with "attempt N fires at", and the page
+// adds when.
 func attemptsWords(r storetype.ExecutionRun) string {
 	n := len(r.Attempts)
 	s := strconv.Itoa(n) + " of " + strconv.Itoa(max(r.Planned, n)) + " attempts allowed a run"
 	if n == 0 {
 		return s
 	}
-	switch last := r.Attempts[n-1]; last.Status {
-	case storetype.ExecutionSuccess:
+	last := r.Attempts[n-1]
+	switch {
+	case nextAttemptShown(r):
+		s += "; attempt " + strconv.Itoa(max(last.Attempt, 1)) + " failed, and attempt " + strconv.Itoa(r.NextAttempt.Attempt) + " fires at"
+	case last.Status == storetype.ExecutionSuccess:
 		s += "; the run succeeded on attempt " + strconv.Itoa(max(last.Attempt, 1))
-	case storetype.ExecutionFailed:
-		switch {
-		case n >= r.Planned:
-			s += "; the run failed, its attempts spent"
-		case r.NextAttempt != nil:
-			s += "; the last failed, and attempt " + strconv.Itoa(r.NextAttempt.Attempt) + " fires at" // the template adds when
-		default:
-			s += "; the last failed, and the next is due after the retry's wait"
-		}
+	case last.Status == storetype.ExecutionFailed && n >= r.Planned:
+		s += "; the run failed, its attempts spent"
+	case last.Status == storetype.ExecutionFailed:
+		s += "; the last failed, and the next is due after the retry's wait"
 	default:
 		s += "; attempt " + strconv.Itoa(max(last.Attempt, 1)) + " has not ended yet"
 	}
 	return s
+}
+
+// nextAttemptShown reports whether the engine waits to fire r's next
+// attempt: attemptsWords then says which, and the page when.
+func nextAttemptShown(r storetype.ExecutionRun) bool {
+	return r.NextAttempt != nil && len(r.Attempts) > 0
 }

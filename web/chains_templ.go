@@ -1569,8 +1569,8 @@ func runSections(m executionModel) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if n := m.Run.NextAttempt; n != nil && len(m.Run.Attempts) < m.Run.Planned {
-				templ_7745c5c3_Err = zonedTime(&n.At, "").Render(ctx, templ_7745c5c3_Buffer)
+			if nextAttemptShown(m.Run) {
+				templ_7745c5c3_Err = zonedTime(&m.Run.NextAttempt.At, "").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

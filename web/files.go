@@ -106,9 +106,10 @@ func countsOf(b *storetype.Batch) fileCounts {
 		c.Rejected, c.Tasks = strconv.Itoa(b.Rows), "—"
 		switch {
 		case b.Rejected == 0 && b.Rows > 0:
-			// No row is wrong on its own: a cycle of chains, or a sync
-			// that would leave followers without their predecessor.
-			c.Invalid = "(none invalid: the file as a whole)"
+			// No row is wrong on its own: a cycle of chains, a sync that
+			// would leave followers without their predecessor, a held
+			// file an operator rejected.
+			c.Invalid = "(none invalid on its own)"
 		case b.Rejected < b.Rows:
 			c.Invalid = "(" + strconv.Itoa(b.Rejected) + " invalid)"
 		}

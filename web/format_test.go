@@ -72,7 +72,7 @@ func TestRejectedCountsSayWhy(t *testing.T) {
 	}{
 		{4, 3, "4 (3 invalid)"},
 		{4, 4, "4"},
-		{4, 0, "4 (none invalid: the file as a whole)"},
+		{4, 0, "4 (none invalid on its own)"},
 	} {
 		got := countsOf(&storetype.Batch{Status: storetype.BatchRejected, Rows: c.rows, Rejected: c.invalid})
 		if s := strings.TrimSpace(got.Rejected + " " + got.Invalid); s != c.want {

@@ -216,7 +216,7 @@ func TestRetryAcrossAKill(t *testing.T) {
 // TestConsoleShowsTheNextAttempt: a task with a retry policy fails; while
 // the engine waits to fire its next attempt, the task's API and page, and
 // its execution's page, say which attempt fires and when: the failure's
-// time plus the retry's wait.
+// time plus the retry's wait; paused, that it waits for the task.
 func TestConsoleShowsTheNextAttempt(t *testing.T) {
 	in := startInstanceEnv(t, nil, kafkatest.Cluster(t)...)
 	due := in.clock.Now().Add(time.Minute)
@@ -260,6 +260,21 @@ func TestConsoleShowsTheNextAttempt(t *testing.T) {
 		t.Errorf("the execution page does not say attempt 2 fires at %s", stamp)
 	}
 
+	// Paused, the task says its retry waits for it; resumed, the retry
+	// keeps its time.
+	for _, action := range []string{"pause", "resume"} {
+		if code, body := in.call("POST", "/api/tasks/acme/flaky/"+action, "", ""); code != 200 {
+			t.Fatalf("%s: %d %s", action, code, body)
+		}
+		var st struct{ Paused bool }
+		kafkatest.Eventually(t, 60*time.Second, "flaky "+action+"d", func() bool {
+			return in.getJSON("/api/tasks/acme/flaky", &st) == nil && st.Paused == (action == "pause")
+		})
+		if page := in.page("/tasks/acme/flaky"); strings.Contains(page, "waits while the task is paused") != (action == "pause") {
+			t.Errorf("%sd, the task page says of its next attempt: %q", action, between(page, `id="task-next-attempt"`, "</dd>"))
+		}
+	}
+
 	// Once it fired, nothing waits.
 	in.advanceTo(want)
 	kafkatest.Eventually(t, 60*time.Second, "attempt 2 fired, and no attempt waits", func() bool {
@@ -267,4 +282,18 @@ func TestConsoleShowsTheNextAttempt(t *testing.T) {
 		return in.getJSON("/api/executions?task=acme/flaky", &execs) == nil && len(execs) == 2 &&
 			in.getJSON("/api/tasks/acme/flaky", &task) == nil && task.NextAttempt == nil
 	})
+}
+
+// between is the part of s from the first from to the next to after it,
+// or "" when s holds no from.
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	s = s[i:]
+	if j := strings.Index(s, to); j >= 0 {
+		s = s[:j]
+	}
+	return s
 }

@@ -205,6 +205,12 @@ func (r *runner) define(ctx context.Context, c *change, rec *kgo.Record, format 
 			t.unschedule(i)
 		}
 		c.touch(i, key)
+	case !ok && d.Retry != nil && len(r.runs.byKey[key]) > 0:
+		// Its last occurrence may still be fired again: paused, resumed
+		// or changed, it ends with its run (endWithLastRun), as it does
+		// unchanged (fireSlot).
+		t.unschedule(i)
+		c.touch(i, key)
 	case !ok:
 		c.touch(i, key) // set just now: its state is not written yet
 		if err := r.finish(c, i, key, record.EndCompleted, now); err != nil {

@@ -124,6 +124,10 @@ func (a *applier) stateEnd(r *kgo.Record, key string) error {
 	if err := a.taskEdges(key, nil); err != nil {
 		return err
 	}
+	// Nor is it tried again: the engine drops a deleted task's retries.
+	if err := a.exec(`DELETE FROM pending_retries WHERE task = ?`, key); err != nil {
+		return err
+	}
 	return a.exec(`INSERT INTO tasks (key, host, name, status, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET status = excluded.status, next_fire = NULL, chain = '', updated_at = excluded.updated_at`,
 		key, host, name, status, r.Timestamp.UnixMilli())

@@ -286,7 +286,7 @@ func TestWatchedAttemptKeepsItsFirstFinalStatus(t *testing.T) {
 // TestNextAttemptShowsWhileARetryWaits: a run's record on the state topic
 // says when its next attempt fires after a failure; the task and the run
 // show that attempt and its time until the record says it fired, and
-// nothing once the run is tombstoned.
+// nothing once the run is tombstoned or the task deleted.
 func TestNextAttemptShowsWhileARetryWaits(t *testing.T) {
 	st := openStore(t, tempDB(t))
 	ctx := context.Background()
@@ -311,6 +311,9 @@ func TestNextAttemptShowsWhileARetryWaits(t *testing.T) {
 		{runRec(&second), "none"},
 		{runRec(&waiting), "attempt 2 at " + time.UnixMilli(t0+600_000).UTC().Format(time.RFC3339)},
 		{runRec(nil), "none"},
+		{runRec(&waiting), "attempt 2 at " + time.UnixMilli(t0+600_000).UTC().Format(time.RFC3339)},
+		// The task deleted: its retries are dropped with it.
+		{stateRec(t, 0, "etl/flaky", nil, record.EndDeleted), "none"},
 	}
 	recs := []*kgo.Record{
 		stateRec(t, 0, "etl/flaky", chainState(t, task.Definition{Host: "etl", Name: "flaky", Cron: "0 3 * * *", Retry: &task.Retry{Attempts: 3}}, "nightly", nil), ""),
