@@ -22,10 +22,7 @@ import (
 // follows it (a link) or while it has a retry policy; the runs of other
 // tasks are not kept, and their statuses cost one map lookup.
 //
-// A run is kept on the state topic under runKey(run id) (record.RunState),
-// written in the transaction that fires it, rewritten when a failure
-// schedules its next attempt, and tombstoned in the transaction that
-// reads its final status.
+// A run is kept on the state topic as record.RunKeyPrefix says.
 type run struct {
 	record.RunState
 
@@ -40,12 +37,9 @@ func (u *run) due() int64 {
 	return u.Deadline
 }
 
-const (
-	runPrefix  = record.RunKeyPrefix
-	linkPrefix = "#link\x00"
-)
+const linkPrefix = "#link\x00"
 
-func runKey(id string) string { return runPrefix + id }
+func runKey(id string) string { return record.RunKeyPrefix + id }
 
 // linkKey is the state key of the link of follower to pred; neither key
 // holds a NUL.
@@ -163,8 +157,8 @@ func (h *runTimers) Pop() any {
 // it reports whether key was one.
 func (rs *runs) restoreRecord(key string, value []byte) (bool, error) {
 	switch {
-	case strings.HasPrefix(key, runPrefix):
-		id := strings.TrimPrefix(key, runPrefix)
+	case strings.HasPrefix(key, record.RunKeyPrefix):
+		id := strings.TrimPrefix(key, record.RunKeyPrefix)
 		if u, ok := rs.byRun[id]; ok {
 			rs.drop(u)
 		}
