@@ -61,14 +61,16 @@ type topicPartition struct {
 //
 // Each execution keeps DefaultMaxLogBytes of log lines.
 func (s *Store) Apply(ctx context.Context, topics record.Topics, recs []*kgo.Record) (skipped []Skipped, err error) {
-	return s.apply(ctx, topics, recs, nil, DefaultMaxLogBytes)
+	return s.apply(ctx, topics, recs, nil, DefaultMaxLogBytes, nil)
 }
 
 // apply is Apply, adding to outcomes, when not nil, the final execution
 // statuses stored, by outcome (see applier.outcomes), and keeping logCap
 // bytes of each execution's log. The counts are meaningless when it
-// fails.
-func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Record, outcomes map[string]int, logCap int64) (skipped []Skipped, err error) {
+// fails. pause, when not nil, is called before each record: the
+// Recorder waits there while the scheduler fires late, inside the
+// transaction, so that giving way costs no commit.
+func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Record, outcomes map[string]int, logCap int64, pause func()) (skipped []Skipped, err error) {
 	db, done := s.writer()
 	defer done()
 	topics = topics.WithDefaults()
@@ -95,6 +97,9 @@ func (s *Store) apply(ctx context.Context, topics record.Topics, recs []*kgo.Rec
 		}
 		if r.Topic != topics.Audit && r.Topic != topics.State && r.Topic != topics.Executions && r.Topic != topics.Status {
 			continue
+		}
+		if pause != nil {
+			pause()
 		}
 		var aerr error
 		switch {

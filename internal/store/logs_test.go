@@ -24,7 +24,7 @@ func (o offsets) apply(t *testing.T, st *Store, logCap int64, recs ...*kgo.Recor
 		o[tp]++
 		r.Timestamp = time.UnixMilli(t0).UTC()
 	}
-	skipped, err := st.apply(context.Background(), testTopics, recs, nil, logCap)
+	skipped, err := st.apply(context.Background(), testTopics, recs, nil, logCap, nil)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}

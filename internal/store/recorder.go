@@ -40,10 +40,10 @@ type RecorderConfig struct {
 	// Late, if set, says how late this node's scheduler fires now
 	// (scheduler.Engine.Lateness). While it fires later than
 	// Pacing.RecorderLateness, the Recorder gives way: it stores nothing,
-	// waiting at most Pacing.MaxWait for each fetch, and stores by
-	// chunks of paceRecords so that a burst of fires due does not wait
-	// for a long SQLite transaction begun just before. What it stores is
-	// the console's view: it lags a burst by about the burst's length.
+	// waiting at most Pacing.MaxWait for each fetch. It waits between
+	// two records, so a burst of fires due waits for one record, not for
+	// a long SQLite transaction begun just before. What it stores is the
+	// console's view: it lags a burst by about the burst's length.
 	Late   func() time.Duration
 	Pacing pace.Pacing
 }
@@ -87,6 +87,10 @@ type Recorder struct {
 	rebuild *rebuild      // the rebuild under way; nil when none is
 
 	rebuilds atomic.Uint64 // rebuilds begun, counted before the file is reopened
+
+	// uncheckpointed counts the records stored since the WAL was last
+	// checkpointed (see checkpoint); only Run's goroutine uses it.
+	uncheckpointed int
 }
 
 // fileCheck is how often, at least, the Recorder looks whether its
@@ -232,6 +236,9 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 	for _, s := range skipped {
 		r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "err", s.Err)
 	}
+	if r.uncheckpointed += len(recs); r.uncheckpointed >= checkpointRecords {
+		r.checkpoint(ctx)
+	}
 	if r.cfg.Observe != nil {
 		var behind int64
 		for _, n := range lag {
@@ -247,35 +254,48 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 // is not nil.
 func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcomes map[string]int) ([]Skipped, error) {
 	p := r.cfg.Pacing
-	if r.cfg.Late == nil || p.RecorderLateness <= 0 {
-		return r.apply(ctx, recs, &outcomes)
+	var pause func()
+	if r.cfg.Late != nil && p.RecorderLateness > 0 {
+		// Records are stored in one transaction whatever the pace:
+		// SQLite writes each page a transaction changed once, and
+		// the tasks of a file touch pages all over the tasks'
+		// indexes. Stored 500 at a time, the 100,000 tasks of one
+		// file went in at about 3,400 a second; a poll at a time,
+		// 7,000 to 10,000. Giving way is a wait between two records,
+		// within the transaction.
+		clock := clockwork.NewRealClock()
+		budget := p.MaxWait
+		pause = func() {
+			if budget > 0 {
+				budget -= pace.Wait(ctx, clock, r.cfg.Late, p.RecorderLateness, budget)
+			}
+		}
 	}
-	var skipped []Skipped
-	budget := p.MaxWait
-	for len(recs) > 0 {
-		budget -= pace.Wait(ctx, clockwork.NewRealClock(), r.cfg.Late, p.RecorderLateness, max(budget, 0))
-		n := min(len(recs), paceRecords)
-		var chunk map[string]int
-		if outcomes != nil {
-			chunk = make(map[string]int)
-		}
-		sk, err := r.apply(ctx, recs[:n], &chunk)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range chunk {
-			outcomes[k] += v
-		}
-		skipped = append(skipped, sk...)
-		recs = recs[n:]
-	}
-	return skipped, nil
+	return r.apply(ctx, recs, &outcomes, pause)
 }
 
-// paceRecords is how many records the Recorder stores in one SQLite
-// transaction while it paces itself: a few milliseconds of work, the
-// longest a burst of fires waits for it.
-const paceRecords = 500
+// checkpointRecords is how many records the Recorder stores between two
+// checkpoints of the WAL: as many as a few hundred milliseconds of
+// storing, so that the WAL stays a few MB and its checkpoints short.
+const checkpointRecords = 2_000
+
+// checkpoint copies the WAL into the database file (Store.Checkpoint),
+// once this node's scheduler fires on time, waiting at most
+// Pacing.MaxWait for it: a checkpoint cannot give way once begun. A
+// failure is only logged: the next one, or the writer's own, copies what
+// this one did not.
+func (r *Recorder) checkpoint(ctx context.Context) {
+	if p := r.cfg.Pacing; r.cfg.Late != nil && p.RecorderLateness > 0 {
+		pace.Wait(ctx, clockwork.NewRealClock(), r.cfg.Late, p.RecorderLateness, p.MaxWait)
+	}
+	if _, err := r.st.Checkpoint(ctx); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("cannot checkpoint the database's write-ahead log", "err", err)
+		}
+		return
+	}
+	r.uncheckpointed = 0
+}
 
 // errReplaced ends apply's retries when the database file was deleted or
 // replaced meanwhile.
@@ -291,7 +311,7 @@ var applyBackoff = retry.Backoff{First: 250 * time.Millisecond, Max: 5 * time.Se
 // failure is logged once, and once more should it change; Err reports it
 // until the records are stored. outcomes, when not nil, is made anew for
 // each attempt, so a failed one counts nothing.
-func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[string]int) ([]Skipped, error) {
+func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[string]int, pause func()) ([]Skipped, error) {
 	var skipped []Skipped
 	attempt := 0
 	err := retry.Do(ctx, retry.Policy{Backoff: applyBackoff, Log: r.log, Level: slog.LevelError, QuietRepeats: true,
@@ -300,7 +320,7 @@ func (r *Recorder) apply(ctx context.Context, recs []*kgo.Record, outcomes *map[
 			*outcomes = make(map[string]int)
 		}
 		var err error
-		skipped, err = r.st.apply(ctx, r.cfg.Topics, recs, *outcomes, r.cfg.MaxLogBytes)
+		skipped, err = r.st.apply(ctx, r.cfg.Topics, recs, *outcomes, r.cfg.MaxLogBytes, pause)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

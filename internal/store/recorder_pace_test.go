@@ -12,15 +12,21 @@ import (
 )
 
 // TestRecorderGivesWayToLateFires: while the node's scheduler fires late,
-// the records read wait to be stored, at most MaxWait at a time.
+// the records read wait to be stored, at most MaxWait at a time; a
+// scheduler that turns late while records are being stored has the
+// recorder wait before the next record, with nothing committed meanwhile.
 func TestRecorderGivesWayToLateFires(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		maxWait time.Duration
 		onTime  bool // the scheduler is on time again once the recorder waits
+		// lateFrom is the look from which the scheduler fires late:
+		// 1, from the start; 2, once the first record is stored.
+		lateFrom int64
 	}{
-		{name: "stores once the scheduler is on time", maxWait: time.Hour, onTime: true},
-		{name: "late all along: stores after max wait", maxWait: 50 * time.Millisecond},
+		{name: "stores once the scheduler is on time", maxWait: time.Hour, onTime: true, lateFrom: 1},
+		{name: "late all along: stores after max wait", maxWait: 50 * time.Millisecond, lateFrom: 1},
+		{name: "late from the second record: waits there", maxWait: time.Hour, onTime: true, lateFrom: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCluster(t)
@@ -33,8 +39,12 @@ func TestRecorderGivesWayToLateFires(t *testing.T) {
 				ClientOpts: []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)},
 				Topics:     testTopics,
 				Late: func() time.Duration {
-					if looks.Add(1) == 2 { // asked again: waiting
+					n := looks.Add(1)
+					if n == tc.lateFrom+1 { // asked again once late: waiting
 						close(waiting)
+					}
+					if n < tc.lateFrom {
+						return 0
 					}
 					return time.Duration(late.Load())
 				},
@@ -60,7 +70,7 @@ func TestRecorderGivesWayToLateFires(t *testing.T) {
 				late.Store(0)
 			}
 			waitCaughtUp(t, rec, st, c)
-			if looks.Load() < 2 {
+			if looks.Load() < tc.lateFrom+1 {
 				t.Errorf("the recorder looked %d times how late the scheduler fires, want it to wait", looks.Load())
 			}
 		})
