@@ -432,6 +432,13 @@ func TriggerFireID(host, name string, partition int32, offset int64) string {
 // FireID is the deterministic id of one occurrence of a task, so that
 // downstream consumers can deduplicate.
 func FireID(host, name string, scheduledAt int64) string {
-	h := sha256.Sum256([]byte(task.Key(host, name) + "@" + strconv.FormatInt(scheduledAt, 10)))
-	return hex.EncodeToString(h[:16])
+	// sha256 of host/name@scheduledAt, built on the stack: every fire
+	// computes one.
+	var buf [256]byte
+	b := append(append(append(buf[:0], host...), '/'), name...)
+	b = strconv.AppendInt(append(b, '@'), scheduledAt, 10)
+	h := sha256.Sum256(b)
+	var id [32]byte
+	hex.Encode(id[:], h[:16])
+	return string(id[:])
 }
