@@ -205,6 +205,9 @@ func (r *Recorder) Run(ctx context.Context) error {
 		if r.endRebuild(ctx) || stored {
 			r.notify()
 		}
+		if r.uncheckpointed >= checkpointRecords {
+			r.checkpoint(ctx)
+		}
 	}
 }
 
@@ -236,9 +239,7 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 	for _, s := range skipped {
 		r.log.Warn("skipped malformed record", "topic", s.Topic, "partition", s.Partition, "offset", s.Offset, "err", s.Err)
 	}
-	if r.uncheckpointed += len(recs); r.uncheckpointed >= checkpointRecords {
-		r.checkpoint(ctx)
-	}
+	r.uncheckpointed += len(recs)
 	if r.cfg.Observe != nil {
 		var behind int64
 		for _, n := range lag {
@@ -275,8 +276,8 @@ func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcome
 }
 
 // checkpointRecords is how many records the Recorder stores between two
-// checkpoints of the WAL: as many as a few hundred milliseconds of
-// storing, so that the WAL stays a few MB and its checkpoints short.
+// checkpoints of the WAL: one after every poll of a flood, one every
+// 2,000 records of a trickle.
 const checkpointRecords = 2_000
 
 // checkpoint copies the WAL into the database file (Store.Checkpoint),
@@ -288,13 +289,10 @@ func (r *Recorder) checkpoint(ctx context.Context) {
 	if p := r.cfg.Pacing; r.cfg.Late != nil && p.RecorderLateness > 0 {
 		pace.Wait(ctx, clockwork.NewRealClock(), r.cfg.Late, p.RecorderLateness, p.MaxWait)
 	}
-	if _, err := r.st.Checkpoint(ctx); err != nil {
-		if ctx.Err() == nil {
-			r.log.Warn("cannot checkpoint the database's write-ahead log", "err", err)
-		}
-		return
-	}
 	r.uncheckpointed = 0
+	if err := r.st.Checkpoint(ctx); err != nil && ctx.Err() == nil {
+		r.log.Warn("cannot checkpoint the database's write-ahead log; trying again after the next records", "err", err)
+	}
 }
 
 // errReplaced ends apply's retries when the database file was deleted or

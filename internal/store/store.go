@@ -147,16 +147,15 @@ func uriPath(path string) string {
 }
 
 // Checkpoint copies what the WAL holds into the database file, as far as
-// readers let it (SQLite's PASSIVE checkpoint), and returns how many pages
-// the WAL held.
-func (s *Store) Checkpoint(ctx context.Context) (pages int, err error) {
+// readers let it (SQLite's PASSIVE checkpoint).
+func (s *Store) Checkpoint(ctx context.Context) error {
 	db, done := s.writer()
 	defer done()
-	var busy, checkpointed int
+	var busy, pages, checkpointed int
 	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &pages, &checkpointed); err != nil {
-		return 0, fmt.Errorf("checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
-	return pages, nil
+	return nil
 }
 
 // reader returns the read pool, usable until done is called.
