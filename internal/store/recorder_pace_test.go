@@ -12,9 +12,10 @@ import (
 )
 
 // TestRecorderGivesWayToLateFires: while the node's scheduler fires late,
-// the records read wait to be stored, at most MaxWait at a time; a
-// scheduler that turns late while records are being stored has the
-// recorder wait before the next record, with nothing committed meanwhile.
+// and for settle after, the records read wait to be stored, at most
+// MaxWait at a time; a scheduler that turns late while records are being
+// stored has the recorder wait before the next record, with nothing
+// committed meanwhile.
 func TestRecorderGivesWayToLateFires(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -69,7 +70,13 @@ func TestRecorderGivesWayToLateFires(t *testing.T) {
 				}
 				late.Store(0)
 			}
+			onTime := time.Now()
 			waitCaughtUp(t, rec, st, c)
+			// Once on time again, it still leaves the fires' consumers
+			// the cores for a moment.
+			if took := time.Since(onTime); tc.onTime && took < settle {
+				t.Errorf("stored %s after the scheduler was on time again, want %s or more", took, settle)
+			}
 			if looks.Load() < tc.lateFrom+1 {
 				t.Errorf("the recorder looked %d times how late the scheduler fires, want it to wait", looks.Load())
 			}
