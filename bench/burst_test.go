@@ -300,7 +300,9 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 // recorded waits for the console's summary to count n tasks completed,
 // and returns how long after since that was: what the recorder took to
 // store the file's tasks, their fires and their ends for the console.
-// It asks only once the burst is measured, so as not to slow it.
+// It asks only once the burst is measured, so as not to slow it, and
+// every 100 ms rather than kafkatest.Eventually's 10: each summary is a
+// query over every task, on the cores the recorder needs.
 func recorded(tb testing.TB, console string, n int, since time.Time) time.Duration {
 	tb.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
