@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/api"
@@ -85,22 +83,29 @@ func (g *glance) set(t *forecast.Timeline, c *recentChart) {
 // Refresh computes now, from the source, what the dashboard shows at a
 // glance: the fires of the next 24 hours, minute by minute, and the
 // charts of the last six hours. Pages show it from then on; open pages
-// refresh. Run calls it whenever it is due.
+// refresh. Run calls it whenever it is due. It gives way to the node's
+// scheduler (see Config.Late) between two tasks it reads from the
+// database or from their JSON, and between its steps, for at most
+// Pacing.MaxWait in all: over 100,000 new tasks it takes a core for about
+// half a second, and a burst due meanwhile waited for it.
 func (s *Server) Refresh(ctx context.Context) error {
 	s.glance.refreshing.Lock()
 	defer s.glance.refreshing.Unlock()
+	pause := s.background().Within(ctx, s.cfg.Pacing.MaxWait)
 	started := time.Now()
 	now := s.now()
 	var tasks []storetype.TaskSchedule
 	if err := s.src.TaskSchedules(ctx, now.Truncate(time.Minute).Add(forecast.Minutes*time.Minute), func(t storetype.TaskSchedule) error {
+		pause()
 		tasks = append(tasks, t)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("timeline: %w", err)
 	}
-	t := s.glance.forecaster.Compute(now, tasks)
+	t := s.glance.forecaster.Compute(now, tasks, pause)
 	t.Took = time.Since(started)
 
+	pause()
 	started = time.Now()
 	to := now.Truncate(chartStep).Add(chartStep)
 	chart, err := s.src.ActivityChart(ctx, to.Add(-chartSpan), to, chartStep)
@@ -109,6 +114,12 @@ func (s *Server) Refresh(ctx context.Context) error {
 	}
 	s.glance.set(t, &recentChart{ActivityChart: chart, Computed: now, Took: time.Since(started)})
 	return nil
+}
+
+// background is how the dashboard's computations give way to the node's
+// scheduler (see Config.Late).
+func (s *Server) background() pace.Background {
+	return pace.Background{Late: s.cfg.Late, Over: s.cfg.Pacing.RecorderLateness}
 }
 
 // Run keeps what the dashboard shows at a glance fresh (see Refresh)
@@ -123,7 +134,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if s.cfg.Changes != nil {
 			changed = s.cfg.Changes()
 		}
-		pace.Wait(ctx, clockwork.NewRealClock(), s.cfg.Late, s.cfg.Pacing.RecorderLateness, s.cfg.Pacing.MaxWait)
+		s.background().Wait(ctx, s.cfg.Pacing.MaxWait)
 		started := time.Now()
 		if err := s.Refresh(ctx); err != nil {
 			if ctx.Err() != nil {

@@ -102,9 +102,10 @@ type Config struct {
 	// Late, if set, says how late this node's scheduler fires now
 	// (scheduler.Engine.Lateness). While it fires later than
 	// Pacing.RecorderLateness, the dashboard's timeline and charts,
-	// which read every task, wait to be computed again, at most
-	// Pacing.MaxWait: a burst of fires due at the top of a minute comes
-	// when they are due too.
+	// which read every task, wait to be computed again, and a
+	// computation under way waits between two tasks, at most
+	// Pacing.MaxWait each time: a burst of fires due at the top of a
+	// minute comes when they are due too.
 	Late   func() time.Duration
 	Pacing pace.Pacing
 	// Folders are the watched folders; originals and error reports are

@@ -67,3 +67,32 @@ func TestWait(t *testing.T) {
 		}
 	})
 }
+
+func TestBackgroundWaitsWithinItsBudget(t *testing.T) {
+	if got := (Background{}).Wait(context.Background(), time.Hour); got != 0 {
+		t.Errorf("the zero Background waited %s", got)
+	}
+	late := Background{Late: func() time.Duration { return time.Hour }, Over: 20 * time.Millisecond}
+	pause := late.Within(context.Background(), 30*time.Millisecond)
+	start := time.Now()
+	for range 5 {
+		pause()
+	}
+	// Late all along: the calls wait 30 ms in all, then none waits.
+	if took := time.Since(start); took < 30*time.Millisecond || took > 30*time.Millisecond+time.Second {
+		t.Errorf("five pauses late all along took %s, want 30ms in all", took)
+	}
+	var looks atomic.Int64
+	onTimeAfter := Background{Late: func() time.Duration {
+		if looks.Add(1) <= 2 {
+			return time.Hour
+		}
+		return 0
+	}, Over: 20 * time.Millisecond}
+	start = time.Now()
+	waited := onTimeAfter.Wait(context.Background(), time.Hour)
+	// Late for two looks, then Settle more once on time.
+	if took := time.Since(start); waited < Settle || took < Settle {
+		t.Errorf("waited %s (took %s) for a scheduler late then on time, want %s more once on time", waited, took, Settle)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/pace"
@@ -255,7 +254,7 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 // is not nil.
 func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcomes map[string]int) ([]Skipped, error) {
 	var pause func()
-	if r.paced() {
+	if b := r.background(); b.On() {
 		// Records are stored in one transaction whatever the pace:
 		// SQLite writes each page a transaction changed once, and
 		// the tasks of a file touch pages all over the tasks'
@@ -263,50 +262,16 @@ func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcome
 		// file went in at about 3,400 a second; a poll at a time,
 		// 7,000 to 10,000. Giving way is a wait between two records,
 		// within the transaction.
-		budget := r.cfg.Pacing.MaxWait
-		pause = func() {
-			if budget > 0 {
-				budget -= r.giveWay(ctx, budget)
-			}
-		}
+		pause = b.Within(ctx, r.cfg.Pacing.MaxWait)
 	}
 	return r.apply(ctx, recs, &outcomes, pause)
 }
 
-// paced says whether the Recorder gives way to its node's scheduler (see
+// background is how the Recorder gives way to its node's scheduler (see
 // RecorderConfig.Late).
-func (r *Recorder) paced() bool { return r.cfg.Late != nil && r.cfg.Pacing.RecorderLateness > 0 }
-
-// giveWay waits while this node's scheduler fires later than
-// Pacing.RecorderLateness and then, if it did wait, for settle more, for
-// at most limit in all, and returns how long it waited: nothing when the
-// Recorder is not paced. Settling leaves
-// the cores a moment longer to the consumers of the fired events, which
-// read a burst's last transactions after the scheduler is on time again.
-// Resuming at once, with the burst's executions to store, the recorder
-// slowed them: in six interleaved runs of each (BenchmarkBurstFromOutside,
-// embedded), p99 was 654–805 ms (median 702) without settling, 483–656 ms
-// (median 602) with it.
-func (r *Recorder) giveWay(ctx context.Context, limit time.Duration) time.Duration {
-	if !r.paced() {
-		return 0
-	}
-	clock := clockwork.NewRealClock()
-	waited := pace.Wait(ctx, clock, r.cfg.Late, r.cfg.Pacing.RecorderLateness, limit)
-	if waited == 0 {
-		return 0
-	}
-	rest := min(settle, limit-waited)
-	select {
-	case <-ctx.Done():
-	case <-clock.After(rest):
-	}
-	return waited + rest
+func (r *Recorder) background() pace.Background {
+	return pace.Background{Late: r.cfg.Late, Over: r.cfg.Pacing.RecorderLateness}
 }
-
-// settle is how long the recorder still gives way once the scheduler is
-// on time again after firing late (see giveWay).
-const settle = 300 * time.Millisecond
 
 // checkpointRecords is how many records the Recorder stores between two
 // checkpoints of the WAL: one after every poll of a flood, one every
@@ -319,7 +284,7 @@ const checkpointRecords = 2_000
 // failure is only logged: the next one, or the writer's own, copies what
 // this one did not.
 func (r *Recorder) checkpoint(ctx context.Context) {
-	r.giveWay(ctx, r.cfg.Pacing.MaxWait)
+	r.background().Wait(ctx, r.cfg.Pacing.MaxWait)
 	r.uncheckpointed = 0
 	if err := r.st.Checkpoint(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("cannot checkpoint the database's write-ahead log; trying again after the next records", "err", err)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestRecorderGivesWayToLateFires: while the node's scheduler fires late,
-// and for settle after, the records read wait to be stored, at most
+// and for pace.Settle after, the records read wait to be stored, at most
 // MaxWait at a time; a scheduler that turns late while records are being
 // stored has the recorder wait before the next record, with nothing
 // committed meanwhile.
@@ -74,8 +74,8 @@ func TestRecorderGivesWayToLateFires(t *testing.T) {
 			waitCaughtUp(t, rec, st, c)
 			// Once on time again, it still leaves the fires' consumers
 			// the cores for a moment.
-			if took := time.Since(onTime); tc.onTime && took < settle {
-				t.Errorf("stored %s after the scheduler was on time again, want %s or more", took, settle)
+			if took := time.Since(onTime); tc.onTime && took < pace.Settle {
+				t.Errorf("stored %s after the scheduler was on time again, want %s or more", took, pace.Settle)
 			}
 			if looks.Load() < tc.lateFrom+1 {
 				t.Errorf("the recorder looked %d times how late the scheduler fires, want it to wait", looks.Load())

@@ -25,7 +25,7 @@ func TestComputeCountsEachMinutesFiresByHostAndTopic(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	rows := []storetype.TaskSchedule{every(t, "acme", "jobs", 1, now), every(t, "globex", "jobs", 60, now)}
 	var f Forecaster
-	tl := f.Compute(now, rows)
+	tl := f.Compute(now, rows, nil)
 	if tl.Tasks != 2 || tl.Unread != 0 {
 		t.Fatalf("tasks %d, unread %d: want 2 read", tl.Tasks, tl.Unread)
 	}
@@ -42,7 +42,7 @@ func TestComputeCountsEachMinutesFiresByHostAndTopic(t *testing.T) {
 	if byTopic := tl.Grouped(ByTopic); len(byTopic.Groups) != 1 || byTopic.Groups[0].Fires != tl.Fires {
 		t.Errorf("by topic: %+v: want one topic with every fire", byTopic.Groups)
 	}
-	if again := f.Compute(now.Add(time.Minute), rows); again.From != now.Add(time.Minute) {
+	if again := f.Compute(now.Add(time.Minute), rows, nil); again.From != now.Add(time.Minute) {
 		t.Errorf("the next timeline starts at %v", again.From)
 	}
 }

@@ -1,0 +1,101 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/jobdrop/jobdrop/internal/pace"
+	"github.com/jobdrop/jobdrop/internal/record"
+	"github.com/jobdrop/jobdrop/task"
+	"github.com/jobdrop/jobdrop/web"
+)
+
+// TestGlanceGivesWayToLateFires: the dashboard's timeline, which reads
+// every task, waits between two tasks while the node's scheduler fires
+// late, and for pace.Settle after; a scheduler late all along holds it
+// back at most Pacing.MaxWait.
+func TestGlanceGivesWayToLateFires(t *testing.T) {
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	f := newFeed(t, now)
+	for i := range 3 {
+		d := task.Definition{Host: "acme", Name: fmt.Sprintf("every-minute-%d", i), Topic: "jobs", Action: task.Insert, Cron: "* * * * *"}
+		if err := d.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		f.add(topics.State, d.Key(), record.State{Definition: d, Anchor: now.UnixMilli(), NextFire: now.Add(time.Minute).UnixMilli(), UpdatedAt: now.UnixMilli()})
+	}
+	for _, tc := range []struct {
+		name    string
+		maxWait time.Duration
+		onTime  bool // the scheduler is on time again once the timeline waits
+	}{
+		{name: "computed once the scheduler is on time", maxWait: time.Hour, onTime: true},
+		{name: "late all along: computed after max wait", maxWait: 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// On time for the first task read, late from the second.
+			var looks, late atomic.Int64
+			late.Store(int64(time.Hour))
+			waiting := make(chan struct{})
+			srv, err := web.New(web.Config{Clock: clockwork.NewFakeClockAt(now),
+				Late: func() time.Duration {
+					n := looks.Add(1)
+					if n == 3 { // asked again once late: waiting
+						close(waiting)
+					}
+					if n < 2 {
+						return 0
+					}
+					return time.Duration(late.Load())
+				},
+				Pacing: pace.Pacing{RecorderLateness: 20 * time.Millisecond, MaxWait: tc.maxWait}}, f.st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(srv.Handler())
+			t.Cleanup(ts.Close)
+			started := time.Now()
+			done := make(chan error, 1)
+			go func() { done <- srv.Refresh(context.Background()) }()
+			var onTime time.Time
+			if tc.onTime {
+				select {
+				case <-waiting:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the timeline never looked how late the scheduler fires")
+				}
+				if resp, body := get(t, ts.URL+"/api/timeline"); resp.StatusCode != http.StatusServiceUnavailable {
+					t.Fatalf("computed while the scheduler fires late: /api/timeline answers %s: %s", resp.Status, body)
+				}
+				onTime = time.Now()
+				late.Store(0)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the timeline was not computed within 10s")
+			}
+			if resp, body := get(t, ts.URL+"/api/timeline"); resp.StatusCode != http.StatusOK {
+				t.Fatalf("once computed, /api/timeline answers %s: %s", resp.Status, body)
+			}
+			switch took := time.Since(started); {
+			case tc.onTime && time.Since(onTime) < pace.Settle:
+				t.Errorf("computed %s after the scheduler was on time again, want %s or more", time.Since(onTime), pace.Settle)
+			case !tc.onTime && took < tc.maxWait:
+				t.Errorf("computed after %s while the scheduler fires late all along, want %s (max wait)", took, tc.maxWait)
+			case !tc.onTime && took > tc.maxWait+pace.Settle+5*time.Second:
+				t.Errorf("computed after %s while the scheduler fires late all along: max wait %s is not a bound", took, tc.maxWait)
+			}
+		})
+	}
+}
