@@ -116,9 +116,11 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 	var at, following int64
 	var fire, more bool
 	stands := 1
-	if f, ok := t.fault(i); ok && !f.Paused {
+	if fault, ok := t.fault(i); ok && !fault.Paused {
 		// The refused occurrence again, with its own fire id: the
-		// task's later occurrences wait behind it.
+		// task's later occurrences wait behind it. (A copy of its
+		// own, so that a slot without a fault costs no allocation.)
+		f := fault
 		b.fault = &f
 		at, fire = f.Occurrence, true
 		following, more = t.shape(i).NextFire(s.anchor, at)
