@@ -222,6 +222,7 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 		at        time.Time
 	}
 	got := make([]arrival, 0, n)
+	var task []byte
 	timeout := time.Until(due) + 5*time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -246,10 +247,22 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 			}
 		})
 		fs.EachRecord(func(r *kgo.Record) {
-			a := arrival{task: header(r, record.HeaderFireHost) + "/" + header(r, record.HeaderFireName), at: arrived}
+			var host, name, scheduled []byte
+			for _, h := range r.Headers {
+				switch h.Key {
+				case record.HeaderFireHost:
+					host = h.Value
+				case record.HeaderFireName:
+					name = h.Value
+				case record.HeaderFireScheduled:
+					scheduled = h.Value
+				}
+			}
+			task = append(append(append(task[:0], host...), '/'), name...)
+			a := arrival{task: string(task), at: arrived}
 			var err error
-			if a.scheduled, err = strconv.ParseInt(header(r, record.HeaderFireScheduled), 10, 64); err != nil {
-				tb.Fatalf("fired record of %s: scheduled at %q", a.task, header(r, record.HeaderFireScheduled))
+			if a.scheduled, err = strconv.ParseInt(string(scheduled), 10, 64); err != nil {
+				tb.Fatalf("fired record of %s: scheduled at %q", a.task, scheduled)
 			}
 			if a.fired, err = firedAt(r.Value); err != nil {
 				tb.Fatalf("fired record of %s: %v", a.task, err)
