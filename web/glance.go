@@ -91,21 +91,21 @@ func (g *glance) set(t *forecast.Timeline, c *recentChart) {
 func (s *Server) Refresh(ctx context.Context) error {
 	s.glance.refreshing.Lock()
 	defer s.glance.refreshing.Unlock()
-	pause := s.background().Within(ctx, s.cfg.Pacing.MaxWait)
+	pauses := s.background().Within(ctx, s.cfg.Pacing.MaxWait)
 	started := time.Now()
 	now := s.now()
 	var tasks []storetype.TaskSchedule
 	if err := s.src.TaskSchedules(ctx, now.Truncate(time.Minute).Add(forecast.Minutes*time.Minute), func(t storetype.TaskSchedule) error {
-		pause()
+		pauses.Pause()
 		tasks = append(tasks, t)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("timeline: %w", err)
 	}
-	t := s.glance.forecaster.Compute(now, tasks, pause)
-	t.Took = time.Since(started)
+	t := s.glance.forecaster.Compute(now, tasks, pauses.Pause)
+	t.Took = time.Since(started) - pauses.Waited()
 
-	pause()
+	pauses.Pause()
 	started = time.Now()
 	to := now.Truncate(chartStep).Add(chartStep)
 	chart, err := s.src.ActivityChart(ctx, to.Add(-chartSpan), to, chartStep)
@@ -135,14 +135,17 @@ func (s *Server) Run(ctx context.Context) error {
 			changed = s.cfg.Changes()
 		}
 		s.background().Wait(ctx, s.cfg.Pacing.MaxWait)
-		started := time.Now()
 		if err := s.Refresh(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			s.log.Error("compute the dashboard's timeline and charts", "err", err)
 		}
-		rest := max(glanceRest, glanceShare*time.Since(started))
+		rest := glanceRest
+		if t, c := s.glance.last(); t != nil && c != nil {
+			// What the computation took, not what it gave way.
+			rest = max(rest, glanceShare*(t.Took+c.Took))
+		}
 		now := s.now()
 		if !s.wait(ctx, now.Truncate(time.Minute).Add(time.Minute).Sub(now), rest, changed) {
 			return nil

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -85,8 +86,24 @@ func TestGlanceGivesWayToLateFires(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the timeline was not computed within 10s")
 			}
-			if resp, body := get(t, ts.URL+"/api/timeline"); resp.StatusCode != http.StatusOK {
+			resp, body := get(t, ts.URL+"/api/timeline")
+			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("once computed, /api/timeline answers %s: %s", resp.Status, body)
+			}
+			// What it says it took is its work, not its waits.
+			var a struct {
+				TookMs int64 `json:"tookMs"`
+			}
+			if err := json.Unmarshal([]byte(body), &a); err != nil {
+				t.Fatal(err)
+			}
+			// It gave way at least Settle once on time, or max wait.
+			gaveWay := pace.Settle
+			if !tc.onTime {
+				gaveWay = tc.maxWait
+			}
+			if took := time.Duration(a.TookMs) * time.Millisecond; took >= gaveWay {
+				t.Errorf("the timeline says it took %s, counting the %s or more it gave way", took, gaveWay)
 			}
 			switch took := time.Since(started); {
 			case tc.onTime && time.Since(onTime) < pace.Settle:

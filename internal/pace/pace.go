@@ -112,13 +112,32 @@ func (b Background) Wait(ctx context.Context, limit time.Duration) time.Duration
 	return waited + rest
 }
 
-// Within returns a func that waits as Wait does, each call, until its
-// calls have waited budget in all: the pause between two steps of one
-// piece of work, which then goes on to its end whatever the scheduler.
-func (b Background) Within(ctx context.Context, budget time.Duration) func() {
-	return func() {
-		if budget > 0 {
-			budget -= b.Wait(ctx, budget)
-		}
+// Within returns the pauses of one piece of work, which give way as Wait
+// does until they have waited budget in all; the work then goes on to its
+// end whatever the scheduler.
+func (b Background) Within(ctx context.Context, budget time.Duration) *Pauses {
+	return &Pauses{b: b, ctx: ctx, left: budget}
+}
+
+// Pauses are the waits of one piece of work between its steps (see
+// Background.Within).
+type Pauses struct {
+	b      Background
+	ctx    context.Context
+	left   time.Duration
+	waited time.Duration
+}
+
+// Pause is called between two steps of the work: it gives way while the
+// budget lasts.
+func (p *Pauses) Pause() {
+	if p.left > 0 {
+		w := p.b.Wait(p.ctx, p.left)
+		p.left -= w
+		p.waited += w
 	}
 }
+
+// Waited is how long the pauses have waited so far: what to take from
+// the work's time to tell how long it worked.
+func (p *Pauses) Waited() time.Duration { return p.waited }

@@ -73,14 +73,17 @@ func TestBackgroundWaitsWithinItsBudget(t *testing.T) {
 		t.Errorf("the zero Background waited %s", got)
 	}
 	late := Background{Late: func() time.Duration { return time.Hour }, Over: 20 * time.Millisecond}
-	pause := late.Within(context.Background(), 30*time.Millisecond)
+	pauses := late.Within(context.Background(), 30*time.Millisecond)
 	start := time.Now()
 	for range 5 {
-		pause()
+		pauses.Pause()
 	}
 	// Late all along: the calls wait 30 ms in all, then none waits.
 	if took := time.Since(start); took < 30*time.Millisecond || took > 30*time.Millisecond+time.Second {
 		t.Errorf("five pauses late all along took %s, want 30ms in all", took)
+	}
+	if w := pauses.Waited(); w != 30*time.Millisecond {
+		t.Errorf("five pauses late all along say they waited %s, want 30ms", w)
 	}
 	var looks atomic.Int64
 	onTimeAfter := Background{Late: func() time.Duration {

@@ -262,7 +262,7 @@ func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcome
 		// file went in at about 3,400 a second; a poll at a time,
 		// 7,000 to 10,000. Giving way is a wait between two records,
 		// within the transaction.
-		pause = b.Within(ctx, r.cfg.Pacing.MaxWait)
+		pause = b.Within(ctx, r.cfg.Pacing.MaxWait).Pause
 	}
 	return r.apply(ctx, recs, &outcomes, pause)
 }
