@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/store/storetype"
 	"github.com/jobdrop/jobdrop/web/api"
 	"github.com/jobdrop/jobdrop/web/forecast"
@@ -91,7 +90,7 @@ func (g *glance) set(t *forecast.Timeline, c *recentChart) {
 func (s *Server) Refresh(ctx context.Context) error {
 	s.glance.refreshing.Lock()
 	defer s.glance.refreshing.Unlock()
-	pauses := s.background().Within(ctx, s.cfg.Pacing.MaxWait)
+	pauses := s.cfg.Pacing.Background(s.cfg.Late).Within(ctx)
 	started := time.Now()
 	now := s.now()
 	var tasks []storetype.TaskSchedule
@@ -116,12 +115,6 @@ func (s *Server) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// background is how the dashboard's computations give way to the node's
-// scheduler (see Config.Late).
-func (s *Server) background() pace.Background {
-	return pace.Background{Late: s.cfg.Late, Over: s.cfg.Pacing.RecorderLateness}
-}
-
 // Run keeps what the dashboard shows at a glance fresh (see Refresh)
 // until ctx ends: it computes it at once, then at the start of every
 // minute, and after a change of the data once glanceRest has passed (or
@@ -134,7 +127,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if s.cfg.Changes != nil {
 			changed = s.cfg.Changes()
 		}
-		s.background().Wait(ctx, s.cfg.Pacing.MaxWait)
+		s.cfg.Pacing.Background(s.cfg.Late).Wait(ctx)
 		if err := s.Refresh(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -87,16 +87,23 @@ type Background struct {
 	Late func() time.Duration
 	// Over is how late it may fire before the work waits; zero: never.
 	Over time.Duration
+	// MaxWait bounds each Wait, and the pauses of one Within in all.
+	MaxWait time.Duration
 }
 
-// On says whether b ever waits.
-func (b Background) On() bool { return b.Late != nil && b.Over > 0 }
+// Background is how work that can wait longer than files gives way with
+// p: while the scheduler fires later than RecorderLateness.
+func (p Pacing) Background(late func() time.Duration) Background {
+	return Background{Late: late, Over: p.RecorderLateness, MaxWait: p.WithDefaults().MaxWait}
+}
 
 // Wait waits while the scheduler fires later than b.Over and then, if it
-// did wait, for Settle more, for at most limit in all, and returns how
-// long it waited.
-func (b Background) Wait(ctx context.Context, limit time.Duration) time.Duration {
-	if !b.On() {
+// did wait, for Settle more, for at most b.MaxWait in all, and returns
+// how long it waited.
+func (b Background) Wait(ctx context.Context) time.Duration { return b.wait(ctx, b.MaxWait) }
+
+func (b Background) wait(ctx context.Context, limit time.Duration) time.Duration {
+	if b.Late == nil || b.Over <= 0 {
 		return 0
 	}
 	clock := clockwork.NewRealClock()
@@ -113,10 +120,10 @@ func (b Background) Wait(ctx context.Context, limit time.Duration) time.Duration
 }
 
 // Within returns the pauses of one piece of work, which give way as Wait
-// does until they have waited budget in all; the work then goes on to its
-// end whatever the scheduler.
-func (b Background) Within(ctx context.Context, budget time.Duration) *Pauses {
-	return &Pauses{b: b, ctx: ctx, left: budget}
+// does until they have waited b.MaxWait in all; the work then goes on to
+// its end whatever the scheduler.
+func (b Background) Within(ctx context.Context) *Pauses {
+	return &Pauses{b: b, ctx: ctx}
 }
 
 // Pauses are the waits of one piece of work between its steps (see
@@ -124,17 +131,14 @@ func (b Background) Within(ctx context.Context, budget time.Duration) *Pauses {
 type Pauses struct {
 	b      Background
 	ctx    context.Context
-	left   time.Duration
 	waited time.Duration
 }
 
 // Pause is called between two steps of the work: it gives way while the
 // budget lasts.
 func (p *Pauses) Pause() {
-	if p.left > 0 {
-		w := p.b.Wait(p.ctx, p.left)
-		p.left -= w
-		p.waited += w
+	if left := p.b.MaxWait - p.waited; left > 0 {
+		p.waited += p.b.wait(p.ctx, left)
 	}
 }
 

@@ -69,11 +69,11 @@ func TestWait(t *testing.T) {
 }
 
 func TestBackgroundWaitsWithinItsBudget(t *testing.T) {
-	if got := (Background{}).Wait(context.Background(), time.Hour); got != 0 {
+	if got := (Background{MaxWait: time.Hour}).Wait(context.Background()); got != 0 {
 		t.Errorf("the zero Background waited %s", got)
 	}
-	late := Background{Late: func() time.Duration { return time.Hour }, Over: 20 * time.Millisecond}
-	pauses := late.Within(context.Background(), 30*time.Millisecond)
+	late := Pacing{RecorderLateness: 20 * time.Millisecond, MaxWait: 30 * time.Millisecond}.Background(func() time.Duration { return time.Hour })
+	pauses := late.Within(context.Background())
 	start := time.Now()
 	for range 5 {
 		pauses.Pause()
@@ -91,9 +91,9 @@ func TestBackgroundWaitsWithinItsBudget(t *testing.T) {
 			return time.Hour
 		}
 		return 0
-	}, Over: 20 * time.Millisecond}
+	}, Over: 20 * time.Millisecond, MaxWait: time.Hour}
 	start = time.Now()
-	waited := onTimeAfter.Wait(context.Background(), time.Hour)
+	waited := onTimeAfter.Wait(context.Background())
 	// Late for two looks, then Settle more once on time.
 	if took := time.Since(start); waited < Settle || took < Settle {
 		t.Errorf("waited %s (took %s) for a scheduler late then on time, want %s more once on time", waited, took, Settle)

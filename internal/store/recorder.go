@@ -253,24 +253,13 @@ func (r *Recorder) store(ctx context.Context, fetches kgo.Fetches, lag map[topic
 // RecorderConfig.Late), and adds the outcomes stored to outcomes when it
 // is not nil.
 func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcomes map[string]int) ([]Skipped, error) {
-	var pause func()
-	if b := r.background(); b.On() {
-		// Records are stored in one transaction whatever the pace:
-		// SQLite writes each page a transaction changed once, and
-		// the tasks of a file touch pages all over the tasks'
-		// indexes. Stored 500 at a time, the 100,000 tasks of one
-		// file went in at about 3,400 a second; a poll at a time,
-		// 7,000 to 10,000. Giving way is a wait between two records,
-		// within the transaction.
-		pause = b.Within(ctx, r.cfg.Pacing.MaxWait).Pause
-	}
-	return r.apply(ctx, recs, &outcomes, pause)
-}
-
-// background is how the Recorder gives way to its node's scheduler (see
-// RecorderConfig.Late).
-func (r *Recorder) background() pace.Background {
-	return pace.Background{Late: r.cfg.Late, Over: r.cfg.Pacing.RecorderLateness}
+	// Records are stored in one transaction whatever the pace: SQLite
+	// writes each page a transaction changed once, and the tasks of a
+	// file touch pages all over the tasks' indexes. Stored 500 at a
+	// time, the 100,000 tasks of one file went in at about 3,400 a
+	// second; a poll at a time, 7,000 to 10,000. Giving way is a wait
+	// between two records, within the transaction.
+	return r.apply(ctx, recs, &outcomes, r.cfg.Pacing.Background(r.cfg.Late).Within(ctx).Pause)
 }
 
 // checkpointRecords is how many records the Recorder stores between two
@@ -284,7 +273,7 @@ const checkpointRecords = 2_000
 // failure is only logged: the next one, or the writer's own, copies what
 // this one did not.
 func (r *Recorder) checkpoint(ctx context.Context) {
-	r.background().Wait(ctx, r.cfg.Pacing.MaxWait)
+	r.cfg.Pacing.Background(r.cfg.Late).Wait(ctx)
 	r.uncheckpointed = 0
 	if err := r.st.Checkpoint(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("cannot checkpoint the database's write-ahead log; trying again after the next records", "err", err)
