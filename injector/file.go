@@ -233,7 +233,7 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 	src := record.Source{Batch: id, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	var fillErr error // the file's own problem, found while producing
 	links := 0
-	err = in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
+	err = in.transactFile(ctx, f, 1, func(produce func(*kgo.Record)) error {
 		links = in.produceLinks(chains, produce)
 		emit := func(r converters.Row) error {
 			if _, bad := skip[r.Line]; bad && partial {

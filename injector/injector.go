@@ -224,14 +224,19 @@ func (in *Injector) BatchInjected(ctx context.Context, id string) (bool, error) 
 }
 
 // transact runs fill inside one transaction and commits it, or aborts it
-// when fill or any produce fails.
+// when fill or any produce fails. fill writes a few records it can write
+// again (an audit event, a barrier): a commit the client turned into an
+// abort is tried again on a new client, up to three times.
 func (in *Injector) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
-	return in.transactFile(ctx, File{}, fill)
+	return in.transactFile(ctx, File{}, 3, fill)
 }
 
-// transactFile is transact for the records of file f: each the brokers
-// acknowledge is progress of f.
-func (in *Injector) transactFile(ctx context.Context, f File, fill func(produce func(*kgo.Record)) error) error {
+// transactFile is transact for the records of file f, each the brokers
+// acknowledge being progress of f, in as many attempts. A file's own
+// transaction takes one: its fill reads the file. When the client turns
+// its commit into an abort, nothing of the file was written, and it is
+// tried again, as when the brokers are down, on a new client.
+func (in *Injector) transactFile(ctx context.Context, f File, attempts int, fill func(produce func(*kgo.Record)) error) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.cl == nil {
@@ -239,14 +244,5 @@ func (in *Injector) transactFile(ctx context.Context, f File, fill func(produce 
 	}
 	defer in.progress.follow(f)()
 	in.began = true
-	err := kafka.Transact(ctx, in.cl, fill, nil)
-	if errors.Is(err, kafka.ErrEndedWithAbort) {
-		// Nothing of the file was written: it is tried again, as when the
-		// brokers are down, on a new client.
-		var rerr error
-		if in.cl, rerr = kafka.Renew(in.cl); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}
-	return err
+	return kafka.TransactRenewing(ctx, &in.cl, attempts, fill)
 }

@@ -197,7 +197,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 	}
 
 	var fileErr error // the file's own problem: rejects it
-	txErr := in.transactFile(ctx, f, func(produce func(*kgo.Record)) error {
+	txErr := in.transactFile(ctx, f, 1, func(produce func(*kgo.Record)) error {
 		for chunk := range rows.chunks {
 			// The command's timestamp is when it was submitted: a task
 			// with no start counts from it.

@@ -329,6 +329,7 @@ func (in *Injector) barrier(ctx context.Context) (map[int32]int64, error) {
 	offsets := make(map[int32]int64, len(keys))
 	var acked []*kgo.Record
 	err = in.transact(ctx, func(produce func(*kgo.Record)) error {
+		acked = acked[:0] // written again after a commit turned into an abort
 		for _, key := range keys {
 			r := &kgo.Record{Topic: in.cfg.Topics.Input, Key: []byte(key),
 				Headers: []kgo.RecordHeader{{Key: record.HeaderBarrier, Value: []byte(in.cfg.Actor)}}}

@@ -157,19 +157,12 @@ func (w *Writer) command(d *task.Definition, actor string) *kgo.Record {
 func (w *Writer) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for attempt := 1; ; attempt++ {
-		if w.cl == nil {
-			return errClosed
-		}
-		err := kafka.Transact(ctx, w.cl, fill, nil)
-		if !errors.Is(err, kafka.ErrEndedWithAbort) {
-			return err
-		}
-		if w.cl, err = kafka.Renew(w.cl); err != nil {
-			return fmt.Errorf("command writer: %w", err)
-		}
-		if attempt == 3 || ctx.Err() != nil {
-			return kafka.ErrEndedWithAbort
-		}
+	if w.cl == nil {
+		return errClosed
 	}
+	err := kafka.TransactRenewing(ctx, &w.cl, 3, fill)
+	if err != nil && w.cl == nil {
+		return fmt.Errorf("command writer: %w", err) // no client could be made again
+	}
+	return err
 }

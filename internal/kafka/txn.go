@@ -82,6 +82,30 @@ func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.R
 // client, the transaction was refused with OUT_OF_ORDER_SEQUENCE_NUMBER.
 var ErrEndedWithAbort = errors.New("the Kafka client ended the transaction with an abort where a commit was asked; nothing of it was written")
 
+// TransactRenewing runs Transact on the client *cl. When the client ends a
+// commit with an abort (ErrEndedWithAbort) it renews *cl and, up to
+// attempts times in all, runs the transaction again: fill must be one that
+// can run again, writing the same records anew. It returns
+// ErrEndedWithAbort once the attempts are spent, with *cl renewed for the
+// next caller.
+func TransactRenewing(ctx context.Context, cl **kgo.Client, attempts int, fill func(produce func(*kgo.Record)) error) error {
+	for attempt := 1; ; attempt++ {
+		err := Transact(ctx, *cl, fill, nil)
+		if !errors.Is(err, ErrEndedWithAbort) {
+			return err
+		}
+		renewed, rerr := Renew(*cl)
+		if rerr != nil {
+			*cl = nil
+			return errors.Join(err, rerr)
+		}
+		*cl = renewed
+		if attempt >= attempts || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 // Renew closes cl and returns a client of the same options. Its producer
 // id is initialised anew, which aborts whatever cl left open.
 func Renew(cl *kgo.Client) (*kgo.Client, error) {
