@@ -130,6 +130,8 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		Group:          cfg.Scheduler.Group,
 		SessionTimeout: cfg.Scheduler.SessionTimeout,
 		MaxFiresPerTxn: cfg.Scheduler.MaxFiresPerTxn,
+		FireAhead:      cfg.Scheduler.FireAhead,
+		MaxFiresAhead:  cfg.Scheduler.MaxFiresAhead,
 		DataDir:        filepath.Join(cfg.DataDir, "scheduler"),
 		Targets:        cfg.Kafka.Targets(admin),
 		Clock:          h.clock,
@@ -145,7 +147,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met),
 		MaxLogBytes: cfg.Executions.LogMaxBytes,
 		// The console's database gives way to the fires too.
-		Late: eng.Lateness, Pacing: cfg.Pacing}, log)
+		Late: eng.Urgency, Pacing: cfg.Pacing}, log)
 	if err != nil {
 		return err
 	}
@@ -159,7 +161,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		Sources:         wholeStore{st, rec},
 		// Files give way to the fires of this node's scheduler.
 		Pacing:  cfg.Pacing,
-		Late:    eng.Lateness,
+		Late:    eng.Urgency,
 		OnPaced: met.Paced,
 	}, wholeStore{st, rec}, log)
 	if err != nil {
@@ -229,7 +231,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	wc := consoleConfig(cfg, inj, cmds, rec, h.clock)
 	// The dashboard's computations give way to the fires, as the
 	// recorder does.
-	wc.Late, wc.Pacing = eng.Lateness, cfg.Pacing
+	wc.Late, wc.Pacing = eng.Urgency, cfg.Pacing
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = pipe.Reviewer(st.BatchByID, files)
 	wc.Queues = watched.queues

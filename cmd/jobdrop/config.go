@@ -56,6 +56,12 @@ type SchedulerConfig struct {
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// MaxFiresPerTxn caps the fires committed in one transaction.
 	MaxFiresPerTxn int `yaml:"max_fires_per_txn"`
+	// FireAhead is how long before their due time, at most, the
+	// transaction of occurrences due soon is written, to commit once they
+	// are due; negative: never ahead.
+	FireAhead time.Duration `yaml:"fire_ahead"`
+	// MaxFiresAhead caps the fires of one transaction written ahead.
+	MaxFiresAhead int `yaml:"max_fires_ahead"`
 	// Refused is what becomes of an occurrence whose fired event the
 	// brokers refuse for a reason of the task's own.
 	Refused scheduler.FaultPolicy `yaml:"refused_fires"`

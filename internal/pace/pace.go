@@ -12,8 +12,9 @@ import (
 // it, and how long each wait may last.
 type Pacing struct {
 	// Lateness is how late the scheduler may fire before files wait: how
-	// long the occurrence due longest ago has waited to fire. Zero: files
-	// never wait.
+	// long the occurrence due longest ago has waited to fire, or how long
+	// the scheduler has been writing fires ahead of their due time. Zero:
+	// files never wait.
 	Lateness time.Duration `yaml:"lateness"`
 	// RecorderLateness is the same for the recorder, which stores what
 	// the topics hold into the console's database and can fall behind a

@@ -141,8 +141,11 @@ type Fired struct {
 	Name        string            `json:"name"`
 	Data        map[string]string `json:"data"`
 	ScheduledAt int64             `json:"scheduledAt"`
-	FiredAt     int64             `json:"firedAt"`
-	FireID      string            `json:"fireId"`
+	// FiredAt is when the engine fired it: when it began the transaction
+	// that commits it, or, for a transaction written ahead and committed
+	// once its fires are due, their due time (never before ScheduledAt).
+	FiredAt int64  `json:"firedAt"`
+	FireID  string `json:"fireId"`
 	// Triggered marks a fire asked for by hand (TRIGGER or RELEASE),
 	// outside the schedule.
 	Triggered bool `json:"triggered,omitempty"`
@@ -165,8 +168,9 @@ type Execution struct {
 	Partition   int32  `json:"partition"`
 	Offset      int64  `json:"offset"`
 	ScheduledAt int64  `json:"scheduledAt"`
-	FiredAt     int64  `json:"firedAt"`
-	Batch       string `json:"batch,omitempty"`
+	// FiredAt is the fired event's (Fired.FiredAt).
+	FiredAt int64  `json:"firedAt"`
+	Batch   string `json:"batch,omitempty"`
 	// Timeout is the task's timeout in milliseconds: an execution with no
 	// final status by FiredAt+Timeout is overdue. Zero: no timeout.
 	Timeout int64 `json:"timeout,omitempty"`

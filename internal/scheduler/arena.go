@@ -23,9 +23,10 @@ type arena struct {
 	bytes   slab[byte]
 	records slab[kgo.Record]
 	headers slab[kgo.RecordHeader]
-	// now is the timestamp of the records handed out: when reset began
-	// the transaction. The client would read the clock for each record
-	// left without one, three times per fire.
+	// now is the timestamp of the records handed out, and of every other
+	// record of the transaction (runner.stamp): when reset began it, or
+	// the due time of a transaction written ahead. The client would read
+	// the clock for each record left without one, three times per fire.
 	now time.Time
 }
 
@@ -78,6 +79,11 @@ func (s *slab[T]) take(n int) []T {
 	}
 }
 
+// slabKeep is how many blocks a slab keeps once reset: those of a
+// transaction of a thousand fires. The many more a burst written ahead
+// takes (see ahead.go) go back to the heap after it.
+const slabKeep = 8
+
 // reset takes back everything handed out.
 func (s *slab[T]) reset() {
 	_, plain := any(s.blocks).([][]byte)
@@ -86,6 +92,10 @@ func (s *slab[T]) reset() {
 			clear(s.blocks[i]) // what the values point to may go
 		}
 		s.blocks[i] = s.blocks[i][:0]
+	}
+	if len(s.blocks) > slabKeep {
+		clear(s.blocks[slabKeep:])
+		s.blocks = s.blocks[:slabKeep]
 	}
 	s.at = 0
 }

@@ -38,3 +38,22 @@ func TestSlabHandsOutRoomThatDoesNotOverlap(t *testing.T) {
 		s.reset()
 	}
 }
+
+// TestSlabLetsGoOfABurstsBlocks: a transaction far larger than most (a
+// burst written ahead) leaves the slab slabKeep blocks once reset.
+func TestSlabLetsGoOfABurstsBlocks(t *testing.T) {
+	var s slab[byte]
+	for range 4 * slabKeep * slabBlock / 1000 {
+		s.take(1000)
+	}
+	if len(s.blocks) <= slabKeep {
+		t.Fatalf("%d blocks for %d MiB", len(s.blocks), 4*slabKeep*slabBlock>>20)
+	}
+	s.reset()
+	if len(s.blocks) != slabKeep {
+		t.Errorf("%d blocks kept, want %d", len(s.blocks), slabKeep)
+	}
+	if b := s.take(10); cap(b) != 10 {
+		t.Errorf("take after reset: cap %d", cap(b))
+	}
+}

@@ -29,6 +29,7 @@ var (
 	benchBurst  = flag.Int("bench-burst", 100_000, "tasks due in the same second for BenchmarkBurst")
 	benchActive = flag.Int("bench-active", 100_000, "tasks held for BenchmarkActiveTasks")
 	benchTxn    = flag.Int("bench-txn", 0, "fires per transaction (0: the engine's default)")
+	benchAhead  = flag.Duration("bench-ahead", 0, "Config.FireAhead (0: the engine's default; -1ns: never ahead)")
 )
 
 func TestMain(m *testing.M) {
@@ -91,6 +92,7 @@ func startBenchEngineWith(b *testing.B, brokers []string, tune func(*Config)) *b
 		Topics:         topics,
 		Targets:        kafka.NewTargetTopics(tcl, 8, -1, true),
 		MaxFiresPerTxn: *benchTxn,
+		FireAhead:      *benchAhead,
 		OnCommit: func(scheduled []int64, at time.Time) {
 			be.mu.Lock()
 			defer be.mu.Unlock()

@@ -80,15 +80,21 @@ func (r *runner) applyAll(ctx context.Context, cmds []*kgo.Record, now int64, c 
 }
 
 // fireDue adds to c the fires of the tasks due at now, as many as one
-// transaction takes, and what the runs' timers due call for.
+// transaction takes, and what the runs' timers due call for. A
+// transaction written ahead (see ahead.go) takes up to MaxFiresAhead
+// fires, and neither a run's timer nor a chained task.
 func (r *runner) fireDue(ctx context.Context, c *change, now int64) error {
-	if err := r.fireRunsDue(ctx, c, now); err != nil {
-		return err
+	limit := r.e.cfg.MaxFiresAhead
+	if r.ahead == 0 {
+		limit = r.e.cfg.MaxFiresPerTxn
+		if err := r.fireRunsDue(ctx, c, now); err != nil {
+			return err
+		}
 	}
 	t := r.tasks
-	for len(c.fires) < r.e.cfg.MaxFiresPerTxn {
+	for len(c.fires) < limit {
 		i, due, ok := t.next()
-		if !ok || due > now {
+		if !ok || due > now || r.ahead != 0 && t.shape(i).Chained() {
 			break
 		}
 		if err := r.fireSlot(ctx, c, i, now); err != nil {
@@ -175,9 +181,10 @@ func (r *runner) transactChange(ctx context.Context, c *change, now, next int64)
 		return err
 	}
 	for {
+		start := time.Now()
 		err := r.transact(ctx, func(produce func(*kgo.Record)) error {
 			return r.write(ctx, c, now, next, produce)
-		})
+		}, func() error { return r.ready(ctx, c, start) })
 		if !errors.Is(err, errRefused) {
 			return err
 		}
@@ -258,7 +265,7 @@ func (r *runner) writeEvents(ctx context.Context, c *change, now int64) error {
 	}
 	slices.SortStableFunc(suspects, func(a, b *fire) int { return cmp.Compare(len(b.data), len(a.data)) })
 	for _, f := range suspects {
-		rec := r.event(f, now)
+		rec := r.stamp(r.event(f, now))
 		f.err = r.prod.ProduceSync(ctx, rec).FirstErr()
 		f.partition, f.offset = rec.Partition, rec.Offset
 		if f.err != nil {
@@ -271,7 +278,7 @@ func (r *runner) writeEvents(ctx context.Context, c *change, now int64) error {
 			continue
 		}
 		written++
-		r.prod.Produce(ctx, r.event(f, now), func(rec *kgo.Record, err error) {
+		r.prod.Produce(ctx, r.stamp(r.event(f, now)), func(rec *kgo.Record, err error) {
 			f.partition, f.offset, f.err = rec.Partition, rec.Offset, err
 		})
 	}
@@ -387,13 +394,22 @@ func (r *runner) stateRecord(key string, value []byte) *kgo.Record {
 }
 
 // transact runs fill in one transaction of the partition's producer and
-// commits it.
-func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error) error {
+// commits it once ready, if not nil, returns nil.
+func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Record)) error, ready func() error) error {
 	// The client is done with the records of the last transaction.
 	r.arena.reset()
-	err := kafka.Transact(ctx, r.prod, fill, func() error {
+	if r.ahead != 0 {
+		r.arena.now = time.UnixMilli(r.ahead)
+	}
+	stamped := func(produce func(*kgo.Record)) error {
+		return fill(func(rec *kgo.Record) { produce(r.stamp(rec)) })
+	}
+	err := kafka.Transact(ctx, r.prod, stamped, func() error {
 		if r.crashed {
 			return kafka.ErrLeaveOpen
+		}
+		if ready != nil {
+			return ready()
 		}
 		return nil
 	})
@@ -402,6 +418,17 @@ func (r *runner) transact(ctx context.Context, fill func(produce func(*kgo.Recor
 	}
 	// ErrEndedWithAbort ends the session: the next one has new clients.
 	return fenced(err)
+}
+
+// stamp gives rec, if it has no timestamp, the transaction's: what the
+// arena's records have (see arena.now), and, in a transaction written
+// ahead, the due time of its fires, never the earlier time it is written
+// at.
+func (r *runner) stamp(rec *kgo.Record) *kgo.Record {
+	if rec.Timestamp.IsZero() {
+		rec.Timestamp = r.arena.now
+	}
+	return rec
 }
 
 func fenced(err error) error {

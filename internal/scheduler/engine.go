@@ -39,6 +39,19 @@ type Config struct {
 	// consumer beside the engine, 1,000 drained a burst faster than 2,500
 	// or 5,000 did (docs/benchmarks.md).
 	MaxFiresPerTxn int
+	// FireAhead is how long before its due time the transaction of an
+	// occurrence may be written at most: it commits once the occurrence
+	// is due, so read_committed consumers read it then, rather than after
+	// the time writing it takes, which for a burst is most of a second
+	// (see ahead.go). A runner begins as far ahead as it expects writing
+	// the fires due then to take. Defaults to 2s, at most 10s; negative:
+	// fires are written from their due time on.
+	FireAhead time.Duration
+	// MaxFiresAhead caps the fires of one transaction written ahead; the
+	// occurrences due at the same instant past it fire once due,
+	// MaxFiresPerTxn at a time. A fire written ahead holds about 2 KB of
+	// memory until its commit. Defaults to 16,384.
+	MaxFiresAhead int
 	// SessionTimeout is how long the group waits for a silent instance
 	// before giving its partitions to others. Defaults to 10s.
 	SessionTimeout time.Duration
@@ -164,6 +177,12 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if cfg.MaxFiresPerTxn == 0 {
 		cfg.MaxFiresPerTxn = 1_000
 	}
+	if cfg.FireAhead == 0 {
+		cfg.FireAhead = 2 * time.Second
+	}
+	if cfg.MaxFiresAhead == 0 {
+		cfg.MaxFiresAhead = 16_384
+	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = os.TempDir()
 	}
@@ -178,6 +197,14 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	}
 	if cfg.MaxFiresPerTxn < 1 {
 		return nil, fmt.Errorf("scheduler: MaxFiresPerTxn must be positive, got %d", cfg.MaxFiresPerTxn)
+	}
+	if cfg.FireAhead > maxFireAhead {
+		// A transaction written ahead stays open that long, against the
+		// producer's transaction timeout.
+		return nil, fmt.Errorf("scheduler: FireAhead %s is over %s", cfg.FireAhead, maxFireAhead)
+	}
+	if cfg.MaxFiresAhead < 1 {
+		return nil, fmt.Errorf("scheduler: MaxFiresAhead must be positive, got %d", cfg.MaxFiresAhead)
 	}
 	if err := cfg.Refused.Validate(); err != nil {
 		return nil, fmt.Errorf("scheduler: Refused.%w", err)
@@ -313,16 +340,28 @@ func (e *Engine) PausedByFaultPolicy() int64 {
 // occurrence of its partitions that is due and not fired yet was due, by
 // the engine's clock; zero when none is waiting. It grows while the
 // partitions' transactions take long (a large backlog of commands to
-// apply, a starved CPU), before the fires they hold commit: what others
-// sharing the node (the injector) watch to give way. Partitions being
-// restored are not counted.
-func (e *Engine) Lateness() time.Duration {
+// apply, a starved CPU), before the fires they hold commit. Partitions
+// being restored are not counted.
+func (e *Engine) Lateness() time.Duration { return e.pressing(false) }
+
+// Urgency is how long the fires of this instance have been pressing for
+// the node's CPU and brokers: its Lateness, or, while a partition writes
+// a transaction ahead of its occurrences' due time (see ahead.go), how
+// long ago it began, if that is longer. What others sharing the node
+// (files to inject, the recorder, the dashboard) watch to give way, so
+// that a burst written ahead is not slowed by them and commits on time.
+func (e *Engine) Urgency() time.Duration { return e.pressing(true) }
+
+func (e *Engine) pressing(ahead bool) time.Duration {
 	now := e.cfg.Clock.Now().UnixMilli()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var late int64
 	for _, r := range e.runners {
 		late = max(late, now-r.due.Load())
+		if since := r.aheadSince.Load(); ahead && since != 0 {
+			late = max(late, now-since)
+		}
 	}
 	return time.Duration(late) * time.Millisecond
 }

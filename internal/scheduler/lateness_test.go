@@ -51,30 +51,59 @@ func TestLatenessCountsWhatWaitsToFire(t *testing.T) {
 
 // TestFiresComeFirst: occurrences due commit ahead of the commands
 // waiting, and commands wait for a fire due before they would likely be
-// done, once.
+// done, once; a transaction written ahead goes before the commands
+// waiting once, and never twice in a row.
 func TestFiresComeFirst(t *testing.T) {
 	const now = 1_000_000
 	for _, tc := range []struct {
-		name      string
-		scheduled bool
-		due       int64
-		waiting   int
-		took      time.Duration
-		deferred  bool
-		want      step
+		name string
+		m    moment
+		want step
 	}{
-		{"idle", false, 0, 0, 0, false, waitForInput},
-		{"nothing due yet", true, now + 500, 0, 0, false, waitForInput},
-		{"due, nothing waiting", true, now, 0, 0, false, fireDue},
-		{"due, with commands waiting", true, now - 20, 2500, 300 * time.Millisecond, false, fireDue},
-		{"due, with commands that waited once", true, now - 20, 2500, 300 * time.Millisecond, true, fireDue},
-		{"commands, nothing scheduled", false, 0, 10, 300 * time.Millisecond, false, applyCommands},
-		{"commands, the next fire after they would be done", true, now + 400, 10, 300 * time.Millisecond, false, applyCommands},
-		{"commands, a fire due before they would be done", true, now + 200, 10, 300 * time.Millisecond, false, holdCommands},
-		{"commands that waited once already go", true, now + 200, 10, 300 * time.Millisecond, true, applyCommands},
+		{"idle", moment{}, waitForInput},
+		{"nothing due yet", moment{scheduled: true, due: now + 500}, waitForInput},
+		{"due, nothing waiting", moment{scheduled: true, due: now}, fireDue},
+		{"due, with commands waiting", moment{scheduled: true, due: now - 20, waiting: 2500, cmdsTook: 300 * time.Millisecond}, fireDue},
+		{"due, with commands that waited once", moment{scheduled: true, due: now - 20, waiting: 2500, cmdsTook: 300 * time.Millisecond, deferred: true}, fireDue},
+		{"due, with commands a transaction written ahead went before", moment{scheduled: true, due: now - 20, waiting: 10, served: true}, fireDue},
+		{"commands, nothing scheduled", moment{waiting: 10, cmdsTook: 300 * time.Millisecond}, applyCommands},
+		{"commands, the next fire after they would be done", moment{scheduled: true, due: now + 400, waiting: 10, cmdsTook: 300 * time.Millisecond}, applyCommands},
+		{"commands, a fire due before they would be done", moment{scheduled: true, due: now + 200, waiting: 10, cmdsTook: 300 * time.Millisecond}, holdCommands},
+		{"commands that waited once already go", moment{scheduled: true, due: now + 200, waiting: 10, cmdsTook: 300 * time.Millisecond, deferred: true}, applyCommands},
+		{"within the lead", moment{scheduled: true, due: now + 200, lead: 300}, fireAhead},
+		{"before the lead", moment{scheduled: true, due: now + 400, lead: 300}, waitForInput},
+		{"within the lead, with commands waiting", moment{scheduled: true, due: now + 200, lead: 300, waiting: 10, cmdsTook: 5 * time.Millisecond}, fireAhead},
+		{"within the lead, with commands held for it", moment{scheduled: true, due: now + 200, lead: 300, waiting: 10, cmdsTook: 300 * time.Millisecond, deferred: true}, fireAhead},
+		{"within the lead, with commands a transaction written ahead went before", moment{scheduled: true, due: now + 200, lead: 300, waiting: 10, served: true}, applyCommands},
+		{"within the lead again, once those commands went", moment{scheduled: true, due: now + 200, lead: 300}, fireAhead},
 	} {
-		if got := nextStep(tc.scheduled, tc.due, now, tc.waiting, tc.took, tc.deferred); got != tc.want {
+		tc.m.now = now
+		if got := nextStep(tc.m); got != tc.want {
 			t.Errorf("%s: step %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestWaitUntilTheLead: the loop wakes when the transaction of what is
+// due is to be written, or, too far off to reckon how long that takes,
+// FireAhead before it.
+func TestWaitUntilTheLead(t *testing.T) {
+	const now = 1_000_000
+	for _, tc := range []struct {
+		name  string
+		m     moment
+		ahead time.Duration
+		want  int64
+	}{
+		{"never ahead", moment{scheduled: true, due: now + 5_000}, -1, 5_000},
+		{"far off", moment{scheduled: true, due: now + 5_000}, time.Second, 4_000},
+		{"within FireAhead, written from due on", moment{scheduled: true, due: now + 800}, time.Second, 800},
+		{"within FireAhead, with a lead", moment{scheduled: true, due: now + 800, lead: 300}, time.Second, 500},
+		{"within the lead", moment{scheduled: true, due: now + 200, lead: 300}, time.Second, 0},
+	} {
+		tc.m.now = now
+		if got := tc.m.wait(tc.ahead); got != tc.want {
+			t.Errorf("%s: waits %d ms, want %d", tc.name, got, tc.want)
 		}
 	}
 }

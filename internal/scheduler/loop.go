@@ -25,9 +25,11 @@ const maxCommandsWait = time.Second
 // a transaction of commands does not start when an occurrence falls due
 // before it would likely end, as long as the last one did: the commands
 // wait for the fire, then go. They never wait twice in a row, so they
-// always make headway, however often tasks fire. A command takes effect
-// once applied: an occurrence due before is fired, as it would have been
-// had the command come later.
+// always make headway, however often tasks fire. Occurrences due soon
+// have their transaction written ahead and committed once they are due
+// (ahead.go): the commands waiting, and those that come meanwhile, wait
+// for it too, once. A command takes effect once applied: an occurrence
+// due before is fired, as it would have been had the command come later.
 func (r *runner) loop(ctx context.Context) error {
 	in := make(chan []*kgo.Record, 1)
 	pollErr := make(chan error, 1)
@@ -63,9 +65,10 @@ func (r *runner) loop(ctx context.Context) error {
 	var cmds []*kgo.Record
 	// cmdsTook is how long the last transaction of commands took, by the
 	// engine's clock; deferred is set while the commands waiting have
-	// waited for a fire once.
+	// waited for a fire once, served once a transaction written ahead
+	// went before them.
 	var cmdsTook time.Duration
-	var deferred bool
+	var deferred, served bool
 	for {
 		// Take whatever input is already there without waiting.
 	drain:
@@ -77,34 +80,43 @@ func (r *runner) loop(ctx context.Context) error {
 				break drain
 			}
 		}
-		cmds = r.passOverStatuses(cmds)
-		now := clock.Now().UnixMilli()
-		due, scheduled := r.nextDue()
-		if scheduled {
-			r.due.Store(due)
+		if cmds = r.passOverStatuses(cmds); len(cmds) == 0 {
+			deferred, served = false, false
+		}
+		m := moment{now: clock.Now().UnixMilli(), waiting: len(cmds), cmdsTook: cmdsTook, deferred: deferred, served: served}
+		m.due, m.scheduled = r.nextDue()
+		if m.scheduled {
+			r.due.Store(m.due)
+			m.lead = r.lead(m.due, m.now)
 		} else {
 			r.due.Store(noneDue)
 		}
-		switch nextStep(scheduled, due, now, len(cmds), cmdsTook, deferred) {
+		switch nextStep(m) {
 		case fireDue:
-			if err := r.commit(ctx, nil, now); err != nil {
+			if err := r.commit(ctx, nil, m.now); err != nil {
+				return err
+			}
+			continue
+		case fireAhead:
+			served = len(cmds) > 0
+			if err := r.commitAhead(ctx, m.due); err != nil {
 				return err
 			}
 			continue
 		case applyCommands:
 			start := clock.Now()
-			if err := r.commit(ctx, cmds, now); err != nil {
+			if err := r.commit(ctx, cmds, m.now); err != nil {
 				return err
 			}
 			cmdsTook = min(clock.Since(start), maxCommandsWait)
-			cmds, deferred = nil, false
+			cmds, deferred, served = nil, false, false
 			continue
 		case holdCommands:
 			deferred = true
 		}
 		wait := idleWait
-		if scheduled {
-			wait = time.Duration(due-now) * time.Millisecond
+		if m.scheduled {
+			wait = time.Duration(m.wait(r.e.cfg.FireAhead)) * time.Millisecond
 		}
 		// More input is taken while waiting, but not past a
 		// transaction's worth, nor while the commands wait for a fire.
@@ -167,6 +179,9 @@ const (
 	waitForInput step = iota
 	// fireDue commits the occurrences due, alone.
 	fireDue
+	// fireAhead writes the transaction of the occurrences due soon and
+	// commits it once they are due (see ahead.go).
+	fireAhead
 	// applyCommands commits the commands waiting, and whatever falls due
 	// meanwhile.
 	applyCommands
@@ -175,19 +190,52 @@ const (
 	holdCommands
 )
 
-// nextStep decides what the loop does next (see runner.loop): the
-// earliest occurrence held is due at due (if scheduled), it is now, so
-// many commands wait, the last transaction of commands took cmdsTook,
-// and deferred says whether they waited for a fire already.
-func nextStep(scheduled bool, due, now int64, waiting int, cmdsTook time.Duration, deferred bool) step {
-	soon := scheduled && time.Duration(due-now)*time.Millisecond < cmdsTook
+// moment is what the loop decides its next step from.
+type moment struct {
+	// scheduled says whether the runner holds an occurrence or a timer,
+	// the earliest due at due; it is now.
+	scheduled bool
+	due, now  int64
+	// lead is how long before due the transaction of what is due then
+	// is written (see runner.lead); zero: from due on.
+	lead int64
+	// waiting commands; the last transaction of commands took cmdsTook.
+	waiting  int
+	cmdsTook time.Duration
+	// deferred: the commands waiting have waited for a fire once;
+	// served: a transaction written ahead went before them.
+	deferred, served bool
+}
+
+// nextStep decides what the loop does next (see runner.loop). Fires due
+// go first; so does a transaction written ahead, but only once before
+// the commands waiting, however often tasks fire.
+func nextStep(m moment) step {
+	soon := m.scheduled && time.Duration(m.due-m.now)*time.Millisecond < m.cmdsTook
 	switch {
-	case scheduled && due <= now:
+	case m.scheduled && m.due <= m.now:
 		return fireDue
-	case waiting > 0 && (!soon || deferred):
+	case m.lead > 0 && m.due-m.now <= m.lead && (m.waiting == 0 || !m.served):
+		return fireAhead
+	case m.waiting > 0 && (!soon || m.deferred || m.served):
 		return applyCommands
-	case waiting > 0:
+	case m.waiting > 0:
 		return holdCommands
 	}
 	return waitForInput
+}
+
+// wait is how long, in milliseconds, the loop waits for input before it
+// looks again at what is due: until the transaction of the occurrence
+// due is to be written, or, while it is too far off to reckon that, until
+// Config.FireAhead before it.
+func (m moment) wait(fireAhead time.Duration) int64 {
+	left := m.due - m.now
+	switch ahead := fireAhead.Milliseconds(); {
+	case m.lead > 0:
+		left -= m.lead
+	case ahead > 0 && left > ahead:
+		left -= ahead
+	}
+	return max(left, 0)
 }

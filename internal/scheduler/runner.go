@@ -108,6 +108,15 @@ type runner struct {
 	stateWire stateWire
 
 	crashed bool // set by testHookBeforeCommit
+	// ahead is, while the runner writes a transaction ahead of its
+	// occurrences' due time, that time (epoch ms), which the transaction
+	// commits at; 0 otherwise. aheadSince is when that began, by the
+	// engine's clock (0: not writing ahead), for Engine.Urgency. perFire
+	// is what writing a fire took in the runner's recent transactions of
+	// many (see ahead.go).
+	ahead      int64
+	aheadSince atomic.Int64
+	perFire    time.Duration
 	// arena holds what a transaction writes (see arena.go); change and
 	// fires what it is built from, kept until the next one is.
 	arena  arena
@@ -246,7 +255,7 @@ func (r *runner) fence(ctx context.Context, nonce string) error {
 	return r.transact(ctx, func(produce func(*kgo.Record)) error {
 		produce(r.stateRecord(keyOwner, v))
 		return nil
-	})
+	}, nil)
 }
 
 // restore reads the state partition up to our own ownership marker.

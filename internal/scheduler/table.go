@@ -36,8 +36,9 @@ type table struct {
 	recent      map[int64][]byte
 	recentBytes slab[byte]
 	remembering bool
-	n           int   // tasks held
-	size        int32 // slots ever used: free ones included
+	stack       []int32 // dueAt's scratch
+	n           int     // tasks held
+	size        int32   // slots ever used: free ones included
 
 	// faults holds the tasks whose fire the brokers refused, by slot:
 	// few, so kept beside the slots rather than in each. paused counts
@@ -387,6 +388,26 @@ func (t *table) next() (int32, int64, bool) {
 	}
 	i := t.order.slots[0]
 	return i, t.at(i).nextFire, true
+}
+
+// dueAt counts the tasks due at at, up to limit, at being the earliest
+// next fire: they are the top of the fire order, whose nodes due later
+// hold none due at at below them.
+func (t *table) dueAt(at int64, limit int) int {
+	h := t.order.slots
+	n := 0
+	stack := append(t.stack[:0], 0)
+	for len(stack) > 0 && n < limit {
+		k := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if int(k) >= len(h) || t.at(h[k]).nextFire != at {
+			continue
+		}
+		n++
+		stack = append(stack, 2*k+1, 2*k+2)
+	}
+	t.stack = stack[:0]
+	return n
 }
 
 // fireOrder is a min-heap of slots by next fire time, then slot.
