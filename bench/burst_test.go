@@ -45,6 +45,7 @@ type burst struct {
 	dups     int             // fires beyond the first of a task
 	reread   time.Duration   // every fire read again by a new consumer, once all are committed
 	recorded time.Duration   // rename to the console counting every task completed
+	rss      int64           // jobdrop's peak resident memory up to the last fire, bytes
 }
 
 // buildJobdrop builds the jobdrop binary into dir and returns its path.
@@ -74,8 +75,8 @@ func freePort(tb testing.TB) string {
 // startJobdrop runs `jobdrop run` as its own process, watching inbox, and
 // waits for its console's /readyz. With brokers nil it runs on the
 // embedded defaults, else on those brokers. It returns the address of a
-// broker and the console's.
-func startJobdrop(tb testing.TB, bin, dir, inbox string, brokers []string) (string, string) {
+// broker, the console's and the process id.
+func startJobdrop(tb testing.TB, bin, dir, inbox string, brokers []string) (string, string, int) {
 	tb.Helper()
 	broker, console := freePort(tb), freePort(tb)
 	kafkaEnv := "JOBDROP_KAFKA_EMBEDDED_LISTEN=" + broker
@@ -125,7 +126,7 @@ func startJobdrop(tb testing.TB, bin, dir, inbox string, brokers []string) (stri
 		if resp, err := http.Get("http://" + console + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return broker, console
+				return broker, console, cmd.Process.Pid
 			}
 		}
 		if time.Now().After(deadline) {
@@ -175,7 +176,7 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 	if standalone {
 		brokers = kafkatest.BrokerProcess(tb)
 	}
-	broker, console := startJobdrop(tb, bin, dir, inbox, brokers)
+	broker, console, pid := startJobdrop(tb, bin, dir, inbox, brokers)
 
 	cl := outsideConsumer(tb, broker)
 	defer cl.Close()
@@ -306,6 +307,7 @@ func measureBurst(tb testing.TB, n int, linger time.Duration, standalone bool) b
 	slices.Sort(b.late)
 	slices.Sort(b.engine)
 	b.injected = time.Duration(injected.Load())
+	b.rss = vmHWM(fmt.Sprintf("/proc/%d/status", pid))
 	b.reread = reread(tb, broker, len(got))
 	b.recorded = recorded(tb, console, n, renamed)
 	return b
@@ -426,6 +428,9 @@ func BenchmarkBurstFromOutside(b *testing.B) {
 			// again once the burst is over, jobdrop idle.
 			b.ReportMetric(float64(r.n)/r.reread.Seconds(), "reread-records/s")
 			b.ReportMetric(float64(r.dups), "duplicates")
+			// jobdrop's resident high-water mark (broker included when
+			// embedded), from its start to the burst's last fire.
+			b.ReportMetric(float64(r.rss)/(1<<20), "peak-rss-MiB")
 			// The console's view: the rename to every task shown
 			// completed, stored once the burst is measured.
 			b.ReportMetric(r.recorded.Seconds(), "console-s")

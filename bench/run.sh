@@ -33,6 +33,6 @@ awk '
 function metric(name,   i) { for (i = 3; i < NF; i++) if ($(i+1) == name) return $i; return "" }
 /^BenchmarkBurstFromOutside\// {
 	setup = $1; sub(/^BenchmarkBurstFromOutside\//, "", setup); sub(/-[0-9]+$/, "", setup)
-	printf "\nburst of %d one-shot tasks due the same second (%s broker), seen by a consumer outside jobdrop: lateness p50 %s ms, p99 %s ms, max %s ms; %.0f fires/s; the console showed every task completed %s s after the drop\n",
-		metric("tasks"), setup, metric("p50-ms"), metric("p99-ms"), metric("max-ms"), metric("fires/s"), metric("console-s")
+	printf "\nburst of %d one-shot tasks due the same second (%s broker), seen by a consumer outside jobdrop: lateness p50 %s ms, p99 %s ms, max %s ms; %.0f fires/s (that consumer alone reads %.0f records/s); jobdrop peak RSS %.0f MiB; the console showed every task completed %s s after the drop\n",
+		metric("tasks"), setup, metric("p50-ms"), metric("p99-ms"), metric("max-ms"), metric("fires/s"), metric("reread-records/s"), metric("peak-rss-MiB"), metric("console-s")
 }' "$out"
