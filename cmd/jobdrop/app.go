@@ -132,14 +132,16 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 		MaxFiresPerTxn: cfg.Scheduler.MaxFiresPerTxn,
 		FireAhead:      cfg.Scheduler.FireAhead,
 		MaxFiresAhead:  cfg.Scheduler.MaxFiresAhead,
-		DataDir:        filepath.Join(cfg.DataDir, "scheduler"),
-		Targets:        cfg.Kafka.Targets(admin),
-		Clock:          h.clock,
-		OnCommit:       countFires(met, h.clock),
-		Refused:        cfg.Scheduler.Refused,
-		OnRefused:      met.FireRefused,
-		Avro:           codec,
-		ScheduleTopics: cfg.MessageScheduler.Topics,
+		// kafka.transaction_timeout, when set, is also in base.
+		TransactionTimeout: cfg.Kafka.TransactionTimeout,
+		DataDir:            filepath.Join(cfg.DataDir, "scheduler"),
+		Targets:            cfg.Kafka.Targets(admin),
+		Clock:              h.clock,
+		OnCommit:           countFires(met, h.clock),
+		Refused:            cfg.Scheduler.Refused,
+		OnRefused:          met.FireRefused,
+		Avro:               codec,
+		ScheduleTopics:     cfg.MessageScheduler.Topics,
 	}, log)
 	if err != nil {
 		return err

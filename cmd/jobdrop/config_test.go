@@ -375,3 +375,29 @@ func TestInjectWithoutADatabaseSaysWhatItLeftUnchecked(t *testing.T) {
 		t.Errorf("links keyed by %q, want acme/extract and acme/load", links)
 	}
 }
+
+// TestFireAheadStaysWithinTheTransactionTimeout: a transaction written
+// ahead stays open from its lead to its due time, so scheduler.fire_ahead
+// may be at most a third of the transaction timeout, the scheduler's own
+// (30s) or kafka.transaction_timeout.
+func TestFireAheadStaysWithinTheTransactionTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string // in the error; empty: none
+	}{
+		{nil, ""},
+		{[]string{"JOBDROP_SCHEDULER_FIRE_AHEAD=10s"}, ""},
+		{[]string{"JOBDROP_SCHEDULER_FIRE_AHEAD=11s"}, "scheduler.fire_ahead: 11s is over a third of the scheduler's transaction timeout (30s, kafka.transaction_timeout)"},
+		{[]string{"JOBDROP_KAFKA_TRANSACTION_TIMEOUT=3s", "JOBDROP_SCHEDULER_FIRE_AHEAD=2s"}, "scheduler.fire_ahead: 2s is over a third of the scheduler's transaction timeout (3s"},
+		{[]string{"JOBDROP_KAFKA_TRANSACTION_TIMEOUT=3s"}, ""}, // the default is kept within it
+		{[]string{"JOBDROP_SCHEDULER_FIRE_AHEAD=-1s"}, ""},
+	} {
+		_, err := loadConfig("", tc.env)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: got %v, want an error saying %q", tc.env, err, tc.want)
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/jobdrop/jobdrop/internal/scheduler"
 	"github.com/jobdrop/jobdrop/web/auth"
 )
 
@@ -48,6 +50,12 @@ func (c Config) validate() error {
 	}
 	errs = append(errs, c.Kafka.Validate())
 	errs = append(errs, c.MessageScheduler.validate())
+	if txn := cmp.Or(c.Kafka.TransactionTimeout, scheduler.DefaultTransactionTimeout); c.Scheduler.FireAhead > scheduler.AheadBound(txn) {
+		errs = append(errs, fmt.Errorf("scheduler.fire_ahead: %s is over a third of the scheduler's transaction timeout (%s, kafka.transaction_timeout): a transaction written ahead stays open that long", c.Scheduler.FireAhead, txn))
+	}
+	if c.Scheduler.MaxFiresAhead < 0 {
+		errs = append(errs, fmt.Errorf("scheduler.max_fires_ahead: %d must not be negative (0 means 16384)", c.Scheduler.MaxFiresAhead))
+	}
 	if err := c.Scheduler.Refused.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("scheduler.refused_fires.%w", err))
 	}

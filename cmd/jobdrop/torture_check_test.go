@@ -43,6 +43,7 @@ func (tt *tortured) agree() {
 	var bad int
 	defer func() {
 		if tt.t.Failed() {
+			tt.logTransactions()
 			tt.t.Logf("%d tasks disagree; the first: \n%s", bad, strings.Join(diffs, "\n"))
 			if tt.cluster != nil {
 				if g := tt.cluster.GroupInfo("jobdrop-scheduler"); g != nil {
@@ -382,4 +383,40 @@ func (v *stateView) catchUp() map[string]taskView {
 		}
 	}
 	return v.live
+}
+
+// logTransactions logs, for a disagreement, what could hold a
+// read_committed reader back: each of jobdrop's topics' end and last
+// stable offsets where they differ, and the transactions the brokers
+// know of.
+func (tt *tortured) logTransactions() {
+	adm := kadm.NewClient(kafkatest.Client(tt.t, tt.brokers))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	topics := record.Topics{}.WithDefaults()
+	for _, topic := range []string{topics.State, topics.Input, topics.Status, topics.Audit, topics.Executions} {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		stable, serr := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil || serr != nil {
+			tt.t.Logf("offsets of %s: %v %v", topic, err, serr)
+			continue
+		}
+		ends.Each(func(o kadm.ListedOffset) {
+			if s, _ := stable.Lookup(topic, o.Partition); s.Offset != o.Offset {
+				tt.t.Logf("%s/%d: end offset %d, last stable offset %d", topic, o.Partition, o.Offset, s.Offset)
+			}
+		})
+	}
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		tt.t.Logf("transactions: %v", err)
+		return
+	}
+	described, err := adm.DescribeTransactions(ctx, listed.TransactionalIDs()...)
+	if err != nil {
+		tt.t.Logf("transactions: %v", err)
+	}
+	for _, x := range described.Sorted() {
+		tt.t.Logf("transaction %s: %s, producer %d epoch %d, begun %d, partitions %v", x.TxnID, x.State, x.ProducerID, x.ProducerEpoch, x.StartTimestamp, x.Topics)
+	}
 }

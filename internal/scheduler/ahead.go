@@ -20,11 +20,22 @@ import (
 // they are written, as it sees those of aborted transactions: the target
 // topics are read read_committed.)
 //
-// How far ahead is what writing them is expected to take: twice the fires
-// due at that instant (up to Config.MaxFiresAhead) at the time per fire
-// the runner's recent transactions of many fires took, plus aheadMargin,
-// within Config.FireAhead. A handful of fires is written a few
-// milliseconds ahead, a burst up to FireAhead.
+// How far ahead is what writing them is expected to take, twice over
+// (the cores are shared, and a commit late is a burst late): what the
+// runner's recent transactions of a few fires took (their round trips to
+// the brokers), and the fires due at that instant (up to
+// Config.MaxFiresAhead) at the time per fire its recent transactions of
+// many took; plus aheadMargin, within Config.FireAhead. A handful of fires
+// is written some milliseconds ahead, a burst up to FireAhead.
+//
+// The lead is no longer than that because an open transaction holds back
+// every read_committed reader of the partitions it writes, from its first
+// record on: other runners' and other producers' records on the same
+// target partitions, and the engine's own topics for the recorder, wait
+// for it to end. A transaction written ahead holds them from when its
+// writing begins to its due time. (With a shorter lead, half as much
+// again, a burst of 100,000 came 276–800 ms late in docs/benchmarks.md's
+// runs rather than 202–394.)
 //
 // While its transaction waits for its instant the runner does nothing
 // else: commands and statuses that come meanwhile are applied after it,
@@ -35,46 +46,60 @@ import (
 // runner with a run's timer due first writes nothing ahead until it is
 // done.
 
-// maxFireAhead bounds Config.FireAhead well within the transaction
-// timeout of a runner's producer (30s).
-const maxFireAhead = 10 * time.Second
+// DefaultFireAhead and DefaultTransactionTimeout are Config.FireAhead and
+// Config.TransactionTimeout when they are not set.
+const (
+	DefaultFireAhead          = 2 * time.Second
+	DefaultTransactionTimeout = 30 * time.Second
+)
+
+// AheadBound is the longest Config.FireAhead a transaction timeout
+// allows: a third of it, so that a transaction written ahead, open from
+// its lead to its due time, is never aborted by the brokers meanwhile.
+func AheadBound(txnTimeout time.Duration) time.Duration { return txnTimeout / 3 }
 
 // aheadMargin is added to the time a transaction written ahead is
 // expected to take: the commit's own round trip, and the rest of a
 // scheduler's wake-up.
 const aheadMargin = 10 * time.Millisecond
 
-// Writing costs are learnt from transactions of at least learnFires
-// fires, whose cost per fire is not the fixed cost of a transaction;
-// until then a runner counts firstCost per fire (what a runner of eight
-// took on two cores beside the brokers in docs/benchmarks.md).
+// The cost per fire is learnt from transactions of at least learnFires
+// fires, whose time is not mostly the round trips of any transaction,
+// which those of fewer teach; until then a runner counts firstCost per
+// fire (what a runner of eight took on two cores beside the brokers in
+// docs/benchmarks.md).
 const (
 	learnFires = 100
 	firstCost  = 50 * time.Microsecond
 )
 
+// lateWarn is how late a transaction written ahead may commit before the
+// runner says so in its log.
+const lateWarn = 50 * time.Millisecond
+
 // lead is how long before due, the earliest time the runner fires at
 // (it is now), the runner begins writing the transaction of what is due
-// then, in milliseconds: zero when it is not written ahead.
-func (r *runner) lead(due, now int64) int64 {
+// then, and how long writing it is expected to take, in milliseconds:
+// zeros when it is not written ahead.
+func (r *runner) lead(due, now int64) (lead, writes int64) {
 	cfg := r.e.cfg
 	if cfg.FireAhead <= 0 || due <= now || due-now > cfg.FireAhead.Milliseconds() {
-		return 0
+		return 0, 0
 	}
 	if _, at, timed := r.runs.next(); timed && at <= due {
-		return 0
+		return 0, 0
 	}
 	t := r.tasks
 	i, at, ok := t.next()
 	if !ok || at != due || t.shape(i).Chained() {
-		return 0
+		return 0, 0
 	}
 	cost := r.perFire
 	if cost == 0 {
 		cost = firstCost
 	}
-	n := t.dueAt(due, cfg.MaxFiresAhead)
-	return min(aheadMargin+2*time.Duration(n)*cost, cfg.FireAhead).Milliseconds()
+	w := r.fixed + time.Duration(t.dueAt(due, cfg.MaxFiresAhead))*cost
+	return min(aheadMargin+2*w, cfg.FireAhead).Milliseconds(), w.Milliseconds()
 }
 
 // commitAhead writes the transaction of the occurrences due at at, as it
@@ -89,19 +114,17 @@ func (r *runner) commitAhead(ctx context.Context, at int64) error {
 	return r.commit(ctx, nil, at)
 }
 
-// ready runs once the transaction of change c, whose writing began at
+// ready runs once the transaction of change c, whose building began at
 // start, is written, before it commits: it learns from it how long
 // writing a fire takes and holds a transaction written ahead until its
 // instant. It returns ctx's error when ctx ends first: the transaction is
 // then aborted.
 func (r *runner) ready(ctx context.Context, c *change, start time.Time) error {
-	if n := len(c.fires); n >= learnFires {
-		took := time.Since(start) / time.Duration(n)
-		if r.perFire == 0 {
-			r.perFire = took
-		} else {
-			r.perFire = (r.perFire + took) / 2
-		}
+	switch n := len(c.fires); {
+	case n >= learnFires:
+		r.perFire = learn(r.perFire, time.Since(start)/time.Duration(n))
+	case n > 0:
+		r.fixed = learn(r.fixed, time.Since(start))
 	}
 	if r.ahead == 0 {
 		return nil
@@ -109,10 +132,10 @@ func (r *runner) ready(ctx context.Context, c *change, start time.Time) error {
 	clock := r.e.cfg.Clock
 	left := time.UnixMilli(r.ahead).Sub(clock.Now())
 	if left <= 0 {
-		if -left > aheadMargin && len(c.fires) > 0 {
+		if -left > lateWarn && len(c.fires) > 0 {
 			r.log.Warn("fires written ahead commit late: writing them took longer than expected",
 				"fires", len(c.fires), "late_ms", (-left).Milliseconds(),
-				"written_ms", time.Since(start).Milliseconds(), "per_fire_us", r.perFire.Microseconds())
+				"written_ms", time.Since(start).Milliseconds(), "per_fire_us", r.perFire.Microseconds(), "fixed_ms", r.fixed.Milliseconds())
 		}
 		return nil
 	}
@@ -124,4 +147,14 @@ func (r *runner) ready(ctx context.Context, c *change, start time.Time) error {
 	case <-wait.Chan():
 		return nil
 	}
+}
+
+// learn is the running figure was after one more sample: the mean of the
+// two, so that the last transactions count most; the sample alone at
+// first.
+func learn(was, sample time.Duration) time.Duration {
+	if was == 0 {
+		return sample
+	}
+	return (was + sample) / 2
 }

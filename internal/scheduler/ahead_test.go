@@ -3,11 +3,14 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
@@ -15,8 +18,8 @@ import (
 
 // TestLeadIsWhatWritingTheFiresDueTakes: a runner begins writing the
 // transaction of what is due as far ahead as writing it is expected to
-// take, within FireAhead; not for a chained task, nor while a run's
-// timer goes off first.
+// take, twice over, within FireAhead; not for a chained task,
+// nor while a run's timer goes off first.
 func TestLeadIsWhatWritingTheFiresDueTakes(t *testing.T) {
 	const due = 1_000_000
 	for _, tc := range []struct {
@@ -24,28 +27,31 @@ func TestLeadIsWhatWritingTheFiresDueTakes(t *testing.T) {
 		fireAhead time.Duration
 		maxAhead  int
 		perFire   time.Duration
+		fixed     time.Duration
 		now       int64
 		tasks     int   // due at due; one more due a second later
 		chained   bool  // the first task due follows another
 		runAt     int64 // a run's timer; 0: none
-		want      int64
+		want      int64 // the lead
+		writes    int64 // the time writing is expected to take
 	}{
-		{"a handful", time.Second, 16_384, 0, due - 500, 4, false, 0, 10},
-		{"first cost before any is learnt", time.Second, 16_384, 0, due - 500, 2_000, false, 0, 210},
-		{"what was learnt", time.Second, 16_384, 30 * time.Microsecond, due - 500, 2_000, false, 0, 130},
-		{"within FireAhead", time.Second, 16_384, 0, due - 500, 20_000, false, 0, 1_000},
-		{"up to MaxFiresAhead", time.Second, 1_000, 0, due - 500, 20_000, false, 0, 110},
-		{"further than FireAhead", time.Second, 16_384, 0, due - 1_500, 4, false, 0, 0},
-		{"never ahead", -1, 16_384, 0, due - 5, 4, false, 0, 0},
-		{"due already", time.Second, 16_384, 0, due, 4, false, 0, 0},
-		{"a chained task", time.Second, 16_384, 0, due - 5, 4, true, 0, 0},
-		{"a run's timer before", time.Second, 16_384, 0, due - 5, 4, false, due - 1, 0},
-		{"a run's timer at the same time", time.Second, 16_384, 0, due - 5, 4, false, due, 0},
-		{"a run's timer after", time.Second, 16_384, 0, due - 5, 4, false, due + 1, 10},
+		{"a handful", time.Second, 16_384, 0, 0, due - 500, 4, false, 0, 10, 0},
+		{"first cost before any is learnt", time.Second, 16_384, 0, 0, due - 500, 2_000, false, 0, 210, 100},
+		{"what was learnt", time.Second, 16_384, 30 * time.Microsecond, 0, due - 500, 2_000, false, 0, 130, 60},
+		{"within FireAhead", time.Second, 16_384, 0, 0, due - 500, 20_000, false, 0, 1_000, 819},
+		{"up to MaxFiresAhead", time.Second, 1_000, 0, 0, due - 500, 20_000, false, 0, 110, 50},
+		{"further than FireAhead", time.Second, 16_384, 0, 0, due - 1_500, 4, false, 0, 0, 0},
+		{"never ahead", -1, 16_384, 0, 0, due - 5, 4, false, 0, 0, 0},
+		{"due already", time.Second, 16_384, 0, 0, due, 4, false, 0, 0, 0},
+		{"a chained task", time.Second, 16_384, 0, 0, due - 5, 4, true, 0, 0, 0},
+		{"a run's timer before", time.Second, 16_384, 0, 0, due - 5, 4, false, due - 1, 0, 0},
+		{"a run's timer at the same time", time.Second, 16_384, 0, 0, due - 5, 4, false, due, 0, 0},
+		{"a run's timer after", time.Second, 16_384, 0, 0, due - 5, 4, false, due + 1, 10, 0},
+		{"the round trips of a few learnt", time.Second, 16_384, 0, 20 * time.Millisecond, due - 500, 4, false, 0, 50, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &runner{e: &Engine{cfg: Config{FireAhead: tc.fireAhead, MaxFiresAhead: tc.maxAhead}},
-				tasks: testTable(t), runs: newRuns(), perFire: tc.perFire}
+				tasks: testTable(t), runs: newRuns(), perFire: tc.perFire, fixed: tc.fixed}
 			add := func(name string, at int64, after []string) {
 				d := task.Definition{Host: "h", Name: name, Topic: "jobs", Start: task.Ptr(at), After: after}
 				st := record.State{Anchor: at, NextFire: at}
@@ -67,8 +73,8 @@ func TestLeadIsWhatWritingTheFiresDueTakes(t *testing.T) {
 			if tc.runAt != 0 {
 				r.runs.put(&run{RunState: record.RunState{Run: "r", Fire: "r", Key: "h/x", RetryAt: tc.runAt}})
 			}
-			if got := r.lead(due, tc.now); got != tc.want {
-				t.Errorf("lead %d ms, want %d", got, tc.want)
+			if lead, writes := r.lead(due, tc.now); lead != tc.want || writes != tc.writes {
+				t.Errorf("lead %d ms, writing %d ms; want %d and %d", lead, writes, tc.want, tc.writes)
 			}
 		})
 	}
@@ -216,5 +222,25 @@ func TestFiresWrittenAheadOfAStopFireOnceAfterIt(t *testing.T) {
 	kafkatest.Eventually(t, 30*time.Second, "every task ended", func() bool { return e.ActiveTasks() == 0 })
 	if got := occurrences(t, kafkatest.Drain(t, h.brokers, "jobs")); len(got) != n {
 		t.Errorf("%d tasks fired, want %d", len(got), n)
+	}
+}
+
+// TestFireAheadWithinATransactionTimeout: the default lead is kept to a
+// third of a short transaction timeout, and a longer one refused.
+func TestFireAheadWithinATransactionTimeout(t *testing.T) {
+	targets := kafka.NewTargetTopics(nil, 1, -1, false)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e, err := New(Config{Targets: targets, TransactionTimeout: 3 * time.Second}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.cfg.FireAhead != time.Second {
+		t.Errorf("FireAhead %s by default with a 3s transaction timeout, want 1s", e.cfg.FireAhead)
+	}
+	if e, err := New(Config{Targets: targets}, log); err != nil || e.cfg.FireAhead != DefaultFireAhead {
+		t.Errorf("by default: %v, want FireAhead %s", err, DefaultFireAhead)
+	}
+	if _, err := New(Config{Targets: targets, TransactionTimeout: 3 * time.Second, FireAhead: 2 * time.Second}, log); err == nil {
+		t.Error("FireAhead 2s with a 3s transaction timeout accepted")
 	}
 }

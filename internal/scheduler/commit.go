@@ -23,6 +23,7 @@ import (
 // other tasks of the partition fire on time. On any other failure the
 // in-memory state may be ahead of Kafka; the caller restores.
 func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) error {
+	start := time.Now()
 	t := r.tasks
 	t.remember()
 	defer t.forget()
@@ -38,7 +39,7 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 		return err
 	}
 	r.capRuns(c, now)
-	if err := r.transactChange(ctx, c, now, next); err != nil {
+	if err := r.transactChange(ctx, c, now, next, start); err != nil {
 		return err
 	}
 	r.next = next
@@ -171,17 +172,16 @@ func (r *runner) fireSlot(ctx context.Context, c *change, i int32, now int64) er
 	return r.finish(c, i, key, record.EndCompleted, now)
 }
 
-// transactChange commits change c with the input checkpoint next, in as
-// many attempts as it takes to hold out the fires refused for their
-// tasks' own reasons.
-func (r *runner) transactChange(ctx context.Context, c *change, now, next int64) error {
+// transactChange commits change c, built from start on, with the input
+// checkpoint next, in as many attempts as it takes to hold out the fires
+// refused for their tasks' own reasons.
+func (r *runner) transactChange(ctx context.Context, c *change, now, next int64, start time.Time) error {
 	// Targets found unusable before anything is written are refused
 	// at once.
 	if err := r.holdRefused(c, now); err != nil {
 		return err
 	}
 	for {
-		start := time.Now()
 		err := r.transact(ctx, func(produce func(*kgo.Record)) error {
 			return r.write(ctx, c, now, next, produce)
 		}, func() error { return r.ready(ctx, c, start) })

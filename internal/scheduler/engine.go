@@ -44,9 +44,14 @@ type Config struct {
 	// is due, so read_committed consumers read it then, rather than after
 	// the time writing it takes, which for a burst is most of a second
 	// (see ahead.go). A runner begins as far ahead as it expects writing
-	// the fires due then to take. Defaults to 2s, at most 10s; negative:
-	// fires are written from their due time on.
+	// the fires due then to take. Defaults to 2s, or a third of
+	// TransactionTimeout if that is less; at most that third (the
+	// brokers abort a transaction open longer than TransactionTimeout);
+	// negative: fires are written from their due time on.
 	FireAhead time.Duration
+	// TransactionTimeout is the transaction timeout of the runners'
+	// producers. Defaults to 30s.
+	TransactionTimeout time.Duration
 	// MaxFiresAhead caps the fires of one transaction written ahead; the
 	// occurrences due at the same instant past it fire once due,
 	// MaxFiresPerTxn at a time. A fire written ahead holds about 2 KB of
@@ -177,8 +182,11 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if cfg.MaxFiresPerTxn == 0 {
 		cfg.MaxFiresPerTxn = 1_000
 	}
+	if cfg.TransactionTimeout == 0 {
+		cfg.TransactionTimeout = DefaultTransactionTimeout
+	}
 	if cfg.FireAhead == 0 {
-		cfg.FireAhead = 2 * time.Second
+		cfg.FireAhead = min(DefaultFireAhead, AheadBound(cfg.TransactionTimeout))
 	}
 	if cfg.MaxFiresAhead == 0 {
 		cfg.MaxFiresAhead = 16_384
@@ -198,10 +206,8 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if cfg.MaxFiresPerTxn < 1 {
 		return nil, fmt.Errorf("scheduler: MaxFiresPerTxn must be positive, got %d", cfg.MaxFiresPerTxn)
 	}
-	if cfg.FireAhead > maxFireAhead {
-		// A transaction written ahead stays open that long, against the
-		// producer's transaction timeout.
-		return nil, fmt.Errorf("scheduler: FireAhead %s is over %s", cfg.FireAhead, maxFireAhead)
+	if bound := AheadBound(cfg.TransactionTimeout); cfg.FireAhead > bound {
+		return nil, fmt.Errorf("scheduler: FireAhead %s is over a third of TransactionTimeout %s", cfg.FireAhead, cfg.TransactionTimeout)
 	}
 	if cfg.MaxFiresAhead < 1 {
 		return nil, fmt.Errorf("scheduler: MaxFiresAhead must be positive, got %d", cfg.MaxFiresAhead)

@@ -52,7 +52,8 @@ func TestLatenessCountsWhatWaitsToFire(t *testing.T) {
 // TestFiresComeFirst: occurrences due commit ahead of the commands
 // waiting, and commands wait for a fire due before they would likely be
 // done, once; a transaction written ahead goes before the commands
-// waiting once, and never twice in a row.
+// waiting when they would delay its writing, once, and never twice in a
+// row.
 func TestFiresComeFirst(t *testing.T) {
 	const now = 1_000_000
 	for _, tc := range []struct {
@@ -72,7 +73,9 @@ func TestFiresComeFirst(t *testing.T) {
 		{"commands that waited once already go", moment{scheduled: true, due: now + 200, waiting: 10, cmdsTook: 300 * time.Millisecond, deferred: true}, applyCommands},
 		{"within the lead", moment{scheduled: true, due: now + 200, lead: 300}, fireAhead},
 		{"before the lead", moment{scheduled: true, due: now + 400, lead: 300}, waitForInput},
-		{"within the lead, with commands waiting", moment{scheduled: true, due: now + 200, lead: 300, waiting: 10, cmdsTook: 5 * time.Millisecond}, fireAhead},
+		{"within the lead, with commands done before writing must begin", moment{scheduled: true, due: now + 200, lead: 300, writes: 150, waiting: 10, cmdsTook: 5 * time.Millisecond}, applyCommands},
+		{"within the lead, with commands that would delay writing", moment{scheduled: true, due: now + 200, lead: 300, writes: 150, waiting: 10, cmdsTook: 100 * time.Millisecond}, fireAhead},
+		{"before the lead, with commands that would delay writing", moment{scheduled: true, due: now + 400, lead: 300, writes: 200, waiting: 10, cmdsTook: 300 * time.Millisecond}, holdCommands},
 		{"within the lead, with commands held for it", moment{scheduled: true, due: now + 200, lead: 300, waiting: 10, cmdsTook: 300 * time.Millisecond, deferred: true}, fireAhead},
 		{"within the lead, with commands a transaction written ahead went before", moment{scheduled: true, due: now + 200, lead: 300, waiting: 10, served: true}, applyCommands},
 		{"within the lead again, once those commands went", moment{scheduled: true, due: now + 200, lead: 300}, fireAhead},

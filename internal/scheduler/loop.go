@@ -87,7 +87,7 @@ func (r *runner) loop(ctx context.Context) error {
 		m.due, m.scheduled = r.nextDue()
 		if m.scheduled {
 			r.due.Store(m.due)
-			m.lead = r.lead(m.due, m.now)
+			m.lead, m.writes = r.lead(m.due, m.now)
 		} else {
 			r.due.Store(noneDue)
 		}
@@ -197,8 +197,9 @@ type moment struct {
 	scheduled bool
 	due, now  int64
 	// lead is how long before due the transaction of what is due then
-	// is written (see runner.lead); zero: from due on.
-	lead int64
+	// is written, writes how long writing it is expected to take (see
+	// runner.lead); zero: from due on.
+	lead, writes int64
 	// waiting commands; the last transaction of commands took cmdsTook.
 	waiting  int
 	cmdsTook time.Duration
@@ -208,16 +209,20 @@ type moment struct {
 }
 
 // nextStep decides what the loop does next (see runner.loop). Fires due
-// go first; so does a transaction written ahead, but only once before
-// the commands waiting, however often tasks fire.
+// go first. Commands waiting go before a transaction written ahead when
+// they would be done in time for it to be written, else they wait for it
+// once, however often tasks fire.
 func nextStep(m moment) step {
-	soon := m.scheduled && time.Duration(m.due-m.now)*time.Millisecond < m.cmdsTook
+	// soon: the commands would end after the fire due had to begin.
+	soon := m.scheduled && time.Duration(m.due-m.now-m.writes)*time.Millisecond < m.cmdsTook
 	switch {
 	case m.scheduled && m.due <= m.now:
 		return fireDue
-	case m.lead > 0 && m.due-m.now <= m.lead && (m.waiting == 0 || !m.served):
+	case m.waiting > 0 && m.served:
+		return applyCommands
+	case m.lead > 0 && m.due-m.now <= m.lead && (m.waiting == 0 || soon || m.deferred):
 		return fireAhead
-	case m.waiting > 0 && (!soon || m.deferred || m.served):
+	case m.waiting > 0 && (!soon || m.deferred):
 		return applyCommands
 	case m.waiting > 0:
 		return holdCommands

@@ -113,10 +113,11 @@ type runner struct {
 	// commits at; 0 otherwise. aheadSince is when that began, by the
 	// engine's clock (0: not writing ahead), for Engine.Urgency. perFire
 	// is what writing a fire took in the runner's recent transactions of
-	// many (see ahead.go).
+	// many, fixed what its recent ones of a few took (see ahead.go).
 	ahead      int64
 	aheadSince atomic.Int64
 	perFire    time.Duration
+	fixed      time.Duration
 	// arena holds what a transaction writes (see arena.go); change and
 	// fires what it is built from, kept until the next one is.
 	arena  arena
@@ -201,7 +202,7 @@ func (r *runner) session(ctx context.Context) error {
 	cfg := r.e.cfg
 	var err error
 	r.prod, err = kgo.NewClient(append(append([]kgo.Opt{
-		kgo.TransactionTimeout(30 * time.Second),
+		kgo.TransactionTimeout(cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kafka.ManualFor(manualTopics(cfg))),
 		kgo.ProducerBatchMaxBytes(1 << 20),
 		// A target topic the brokers do not know is asked for once more
