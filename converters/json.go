@@ -62,14 +62,12 @@ func (j JSON) ConvertReader(ctx context.Context, file string, r io.Reader, opts 
 	case err != nil:
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	conv := &jsonRows{file: file, opts: opts, cache: map[string]*Columns{}, names: map[string]string{}, known: map[string]classifiedField{}}
-	conv.mapping, _ = normalizeMapping(opts.Mapping)
 	var n int
 	switch first {
 	case '[':
-		n, err = conv.array(ctx, br, max, emit)
+		n, err = newJSONRows(file, opts).array(ctx, br, max, emit)
 	case '{':
-		n, err = conv.lines(ctx, br, max, emit)
+		n, err = jsonLines(ctx, file, opts, br, max, emit)
 	default:
 		return fmt.Errorf("%s: starts with %q: %s", file, first, jsonExpected)
 	}
@@ -105,14 +103,26 @@ type jsonRows struct {
 	// cache holds the Columns of each set of field names seen, as the
 	// objects of one file mostly share theirs.
 	cache map[string]*Columns
-	// names interns field names; known caches what each name feeds.
-	names map[string]string
-	known map[string]classifiedField
+	// names and freqNames (frequency objects') intern field names; known
+	// caches what each name feeds, lastClasses what the last object's
+	// fields fed, in order.
+	names, freqNames *fieldNames
+	known            map[string]classifiedField
+	lastClasses      []classifiedField
+	// lastHeader and lastCols are the last row's header and Columns.
+	lastHeader []string
+	lastCols   *Columns
 	// fields, header, cells and sig are reused from row to row.
 	fields []field
 	header []string
 	cells  []Cell
 	sig    []byte
+}
+
+func newJSONRows(file string, opts Options) *jsonRows {
+	c := &jsonRows{file: file, opts: opts, cache: map[string]*Columns{}, names: newFieldNames(), freqNames: newFieldNames(), known: map[string]classifiedField{}}
+	c.mapping, _ = normalizeMapping(opts.Mapping)
+	return c
 }
 
 // array reads a JSON array one element at a time.
@@ -173,69 +183,42 @@ func (c *jsonRows) array(ctx context.Context, br *bufio.Reader, max int64, emit 
 	return n, nil
 }
 
-// lines reads JSON Lines: one object per line, blank lines skipped. A line
-// that is not an object is a row error, and the next line is read.
-func (c *jsonRows) lines(ctx context.Context, br *bufio.Reader, max int64, emit func(Row) error) (int, error) {
-	n := 0
-	for line := 1; ; line++ {
-		if line%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return n, fmt.Errorf("%s: %w", c.file, err)
-			}
-		}
-		text, err := readLine(br, max)
-		if errors.Is(err, errRecordTooLong) {
-			return n, fmt.Errorf("%s: line %d is longer than %d bytes; is this a JSON Lines file?", c.file, line, max)
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, fmt.Errorf("%s: %w", c.file, err)
-		}
-		text = bytes.TrimSpace(text)
-		if len(text) == 0 {
-			continue
-		}
-		if fields, ok := scanObjectNames(text, c.fields[:0], c.names); ok {
-			c.fields = fields
-			n++
-			row := c.row(line, fields)
-			clear(fields)
-			if err := emit(row); err != nil {
-				return n, err
-			}
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.UseNumber()
-		fields, err := readObject(dec)
-		if err == nil {
-			if _, terr := dec.Token(); terr != io.EOF {
-				err = errors.New("text after the object; put one object per line")
-			}
-		}
-		n++
-		row := Row{Line: line}
-		if err != nil {
-			var syn *json.SyntaxError
-			var notObj *notObjectError
-			switch {
-			case errors.As(err, &syn):
-				err = fmt.Errorf("invalid JSON at character %d: %v", syn.Offset, syn)
-			case errors.As(err, &notObj):
-				err = errors.New("is not an object; put one task object per line")
-			case errors.Is(err, io.ErrUnexpectedEOF):
-				err = errors.New("the object is not closed on its line; put one whole object per line")
-			}
-			row.Err = &RowError{File: c.file, Row: line, Value: clip(string(text)), Err: err}
-		} else {
-			row = c.row(line, fields)
-		}
-		if err := emit(row); err != nil {
-			return n, err
+// line converts one line of JSON Lines, text (which it may keep no part
+// of); blank says the line is blank, so no row.
+func (c *jsonRows) line(line int, text []byte) (_ Row, blank bool) {
+	text = bytes.TrimSpace(text)
+	if len(text) == 0 {
+		return Row{}, true
+	}
+	// One string holds the line: every value of the row is part of it.
+	if fields, ok := scanObjectNames(text, string(text), c.fields[:0], c.names); ok {
+		c.fields = fields
+		row := c.row(line, fields)
+		clear(fields)
+		return row, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	fields, err := readObject(dec)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("text after the object; put one object per line")
 		}
 	}
+	if err == nil {
+		return c.row(line, fields), false
+	}
+	var syn *json.SyntaxError
+	var notObj *notObjectError
+	switch {
+	case errors.As(err, &syn):
+		err = fmt.Errorf("invalid JSON at character %d: %v", syn.Offset, syn)
+	case errors.As(err, &notObj):
+		err = errors.New("is not an object; put one task object per line")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		err = errors.New("the object is not closed on its line; put one whole object per line")
+	}
+	return Row{Line: line, Err: &RowError{File: c.file, Row: line, Value: clip(string(text)), Err: err}}, false
 }
 
 // readLine reads one line, failing past max bytes. The line is valid

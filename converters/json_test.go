@@ -3,9 +3,11 @@ package converters
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -137,4 +139,91 @@ func BenchmarkJSONLines(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+}
+
+// TestJSONLinesAcrossBlocks reads JSON Lines whose bad, blank and good
+// lines fall in many of the blocks converted apart: every row comes in
+// file order with its own line number and error, a line too long ends the
+// file after every row before it, and a stop asked by emit leaves no
+// goroutine behind.
+func TestJSONLinesAcrossBlocks(t *testing.T) {
+	const lines = 5 * linesPerBlock
+	var in strings.Builder
+	bad := map[int]bool{}
+	for i := 1; i <= lines; i++ {
+		switch {
+		case i%97 == 0:
+			in.WriteString("\n") // blank: no row
+		case i%61 == 0:
+			bad[i] = true
+			in.WriteString(`{"host":"acme","name":` + "\n")
+		default:
+			fmt.Fprintf(&in, `{"host":"acme","name":"job-%d","topic":"jobs","cron":"0 5 * * *"}`+"\n", i)
+		}
+	}
+	text := in.String()
+	before := runtime.NumGoroutine()
+
+	var got []int
+	err := JSON{}.ConvertReader(context.Background(), "blocks.jsonl", strings.NewReader(text), Options{}, func(r Row) error {
+		got = append(got, r.Line)
+		if bad[r.Line] != (r.Err != nil) {
+			t.Errorf("line %d: error %v, want one: %v", r.Line, r.Err, bad[r.Line])
+		}
+		if r.Err == nil && r.Def.Name != fmt.Sprintf("job-%d", r.Line) {
+			t.Errorf("line %d holds %s", r.Line, r.Def.Name)
+		}
+		if r.Err != nil && !strings.Contains(r.Err.Error(), fmt.Sprintf("blocks.jsonl: row %d:", r.Line)) {
+			t.Errorf("line %d: error %q does not name its row", r.Line, r.Err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := 1; i <= lines; i++ {
+		if i%97 != 0 {
+			want++
+		}
+	}
+	if len(got) != want || !slices.IsSorted(got) {
+		t.Fatalf("%d rows (in order: %v), want %d in line order", len(got), slices.IsSorted(got), want)
+	}
+
+	// A line too long in the fourth block: the rows of the lines before
+	// it, then the file's error naming it.
+	long := 3*linesPerBlock + 10
+	parts := strings.SplitAfter(text, "\n")
+	parts[long-1] = `{"host":"acme","name":"` + strings.Repeat("x", 5000) + `"}` + "\n"
+	n := 0
+	err = JSON{MaxRecordBytes: 4096}.ConvertReader(context.Background(), "blocks.jsonl", strings.NewReader(strings.Join(parts, "")), Options{}, func(r Row) error {
+		if r.Line >= long {
+			t.Errorf("row of line %d emitted after the line too long (%d)", r.Line, long)
+		}
+		n++
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line %d is longer than 4096 bytes", long)) {
+		t.Fatalf("got %v, want line %d too long", err, long)
+	}
+	if n != long-1-(long-1)/97 {
+		t.Errorf("%d rows before the line too long, want %d", n, long-1-(long-1)/97)
+	}
+
+	// emit stops the file in its second block.
+	stop := errors.New("stop here")
+	n = 0
+	err = JSON{}.ConvertReader(context.Background(), "blocks.jsonl", strings.NewReader(text), Options{}, func(r Row) error {
+		if n++; n == linesPerBlock+5 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != linesPerBlock+5 {
+		t.Fatalf("got %v after %d rows, want emit's error after %d", err, n, linesPerBlock+5)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after the conversions, %d before", after, before)
+	}
 }

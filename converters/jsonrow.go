@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jobdrop/jobdrop/task"
@@ -14,6 +15,9 @@ import (
 type field struct {
 	name  string
 	value json.RawMessage
+	// text is value as a string sharing the memory of the object's text,
+	// when it was read with one (scanObjectNames' src); else empty.
+	text string
 }
 
 // notObjectError is an array element or line that is valid JSON but not
@@ -46,7 +50,7 @@ func readObject(dec *json.Decoder) ([]field, error) {
 		if err := inner.Decode(&v); err != nil {
 			return nil, err
 		}
-		fields = append(fields, field{tok.(string), v})
+		fields = append(fields, field{name: tok.(string), value: v})
 	}
 	return fields, nil
 }
@@ -72,9 +76,12 @@ func (c *jsonRows) row(line int, fields []field) Row {
 	fail := func(name, value string, err error) {
 		errs = append(errs, &RowError{File: c.file, Row: line, Column: name, Value: clip(value), Err: err})
 	}
-	for _, f := range fields {
-		raw := bytes.TrimSpace(f.value)
-		target, class := c.classify(f.name)
+	for i, f := range fields {
+		raw, text := bytes.TrimSpace(f.value), f.text
+		if len(raw) != len(text) {
+			text = strings.TrimSpace(text)
+		}
+		target, class := c.classify(i, f.name)
 		switch class {
 		case fieldExtension:
 			if ext == nil {
@@ -89,7 +96,7 @@ func (c *jsonRows) row(line int, fields []field) Row {
 			extSet[strings.ToLower(target)] = true
 			continue
 		case fieldFrequency:
-			unit, every, err := frequencyObject(raw, c.names)
+			unit, every, err := frequencyObject(raw, text, c.freqNames)
 			if err != nil {
 				fail(f.name, string(raw), err)
 				continue
@@ -108,7 +115,7 @@ func (c *jsonRows) row(line int, fields []field) Row {
 			fail(f.name, "", unknownColumn(f.name, jsonOnlyFields...))
 			continue
 		}
-		cell, err := jsonCell(raw, class)
+		cell, err := jsonCell(raw, text, class)
 		if err != nil {
 			fail(f.name, string(raw), err)
 			continue
@@ -120,22 +127,9 @@ func (c *jsonRows) row(line int, fields []field) Row {
 		return Row{Line: line, Err: joinRowErrors(errs)}
 	}
 
-	c.sig = c.sig[:0]
-	for i, h := range header {
-		if i > 0 {
-			c.sig = append(c.sig, 0)
-		}
-		c.sig = append(c.sig, h...)
-	}
-	cols, ok := c.cache[string(c.sig)]
-	if !ok {
-		var err error
-		if cols, err = NewColumns(c.file, line, header, c.opts); err != nil {
-			return Row{Line: line, Err: err}
-		}
-		if len(c.cache) < 64 {
-			c.cache[string(c.sig)] = cols
-		}
+	cols, err := c.columns(line, header)
+	if err != nil {
+		return Row{Line: line, Err: err}
 	}
 	row := cols.Cells(line, cells)
 	if len(extSet) == 0 || row.Err != nil {
@@ -149,6 +143,34 @@ func (c *jsonRows) row(line int, fields []field) Row {
 		row.Err = joinRowErrors(errs)
 	}
 	return row
+}
+
+// columns are the Columns of a row whose fields are header: the last
+// row's when it had the same, else those of the file's earlier rows with
+// the same, else new.
+func (c *jsonRows) columns(line int, header []string) (*Columns, error) {
+	if c.lastCols != nil && slices.Equal(header, c.lastHeader) {
+		return c.lastCols, nil
+	}
+	c.sig = c.sig[:0]
+	for i, h := range header {
+		if i > 0 {
+			c.sig = append(c.sig, 0)
+		}
+		c.sig = append(c.sig, h...)
+	}
+	cols, ok := c.cache[string(c.sig)]
+	if !ok {
+		var err error
+		if cols, err = NewColumns(c.file, line, header, c.opts); err != nil {
+			return nil, err
+		}
+		if len(c.cache) < 64 {
+			c.cache[string(c.sig)] = cols
+		}
+	}
+	c.lastCols, c.lastHeader = cols, append(c.lastHeader[:0], header...)
+	return cols, nil
 }
 
 // fieldClass is what a field of a JSON object feeds.
@@ -169,16 +191,31 @@ const (
 // classifiedField is a field name's target after the folder's mapping and
 // what it feeds.
 type classifiedField struct {
+	name   string
 	target string
 	class  fieldClass
 }
 
-// classify says what the field name feeds, after the folder's mapping,
-// once per name of the file.
-func (c *jsonRows) classify(name string) (string, fieldClass) {
-	if k, ok := c.known[name]; ok {
-		return k.target, k.class
+// classify says what the field name, the object's k-th, feeds, after the
+// folder's mapping, once per name of the file.
+func (c *jsonRows) classify(k int, name string) (string, fieldClass) {
+	if k < len(c.lastClasses) && c.lastClasses[k].name == name {
+		return c.lastClasses[k].target, c.lastClasses[k].class
 	}
+	known, ok := c.known[name]
+	if !ok {
+		target, class := c.classifyNew(name)
+		known = classifiedField{name, target, class}
+		if len(c.known) < maxNames {
+			c.known[name] = known
+		}
+	}
+	c.lastClasses = append(c.lastClasses[:min(k, len(c.lastClasses))], known)
+	return known.target, known.class
+}
+
+// classifyNew is classify of a name not met before.
+func (c *jsonRows) classifyNew(name string) (string, fieldClass) {
 	target := name
 	if to, ok := c.mapping[strings.ToLower(strings.TrimSpace(name))]; ok {
 		target = to
@@ -204,9 +241,6 @@ func (c *jsonRows) classify(name string) (string, fieldClass) {
 		case k == kindDelay || k == kindTimeout:
 			class = fieldDuration
 		}
-	}
-	if len(c.known) < maxNames {
-		c.known[name] = classifiedField{target, class}
 	}
 	return target, class
 }
@@ -247,9 +281,10 @@ func decodeExtension(name string, raw []byte, d *task.Definition) error {
 	return nil
 }
 
-// frequencyObject reads light-scheduler's {"timeUnit": …, "time": …}.
-// names, when not nil, interns the field names read (see scanObjectNames).
-func frequencyObject(raw []byte, names map[string]string) (unit, every string, err error) {
+// frequencyObject reads light-scheduler's {"timeUnit": …, "time": …};
+// text is raw as a string, or empty (see scanObjectNames' src). names,
+// when not nil, interns the field names read.
+func frequencyObject(raw []byte, text string, names *fieldNames) (unit, every string, err error) {
 	const want = `must be an object {"timeUnit": "MINUTES", "time": 5} or null`
 	if string(raw) == "null" {
 		return "", "", nil
@@ -258,9 +293,9 @@ func frequencyObject(raw []byte, names map[string]string) (unit, every string, e
 		return "", "", errors.New(want)
 	}
 	var small [4]field
-	if fields, ok := scanObjectNames(raw, small[:0], names); ok {
+	if fields, ok := scanObjectNames(raw, text, small[:0], names); ok {
 		for _, f := range fields {
-			text, err := scalarText(f.value, false)
+			text, err := scalarText(f.value, f.text, false)
 			switch {
 			case err != nil:
 				ok = false
@@ -282,7 +317,7 @@ func frequencyObject(raw []byte, names map[string]string) (unit, every string, e
 		return "", "", errors.New(want)
 	}
 	for k, v := range m {
-		text, err := scalarText(bytes.TrimSpace(v), false)
+		text, err := scalarText(bytes.TrimSpace(v), "", false)
 		switch {
 		case err != nil:
 			return "", "", fmt.Errorf("%s: %s %w", want, k, err)
@@ -300,23 +335,24 @@ func frequencyObject(raw []byte, names map[string]string) (unit, every string, e
 	return unit, every, nil
 }
 
-// jsonCell is the cell of a field's JSON value (see scalarText): the
+// jsonCell is the cell of a field's JSON value raw, whose string is text
+// or, when text is empty, allocated (see scalarText): the
 // after field also takes an array of names and the retry field an object,
 // both as their JSON text, which the columns read; a number under delay
 // or timeout counts milliseconds, as timeout always has in JSON job
 // lists.
-func jsonCell(raw []byte, class fieldClass) (Cell, error) {
+func jsonCell(raw []byte, text string, class fieldClass) (Cell, error) {
 	if len(raw) > 0 {
 		switch c := raw[0]; {
 		case class == fieldAfter && c == '[':
-			return Cell{Text: string(raw)}, nil
+			return Cell{Text: textOf(raw, text)}, nil
 		case class == fieldRetry && c == '{':
-			return Cell{Text: string(raw)}, nil
+			return Cell{Text: textOf(raw, text)}, nil
 		case class == fieldDuration && (c == '-' || '0' <= c && c <= '9'):
-			return Cell{Text: string(raw), Millis: true}, nil
+			return Cell{Text: textOf(raw, text), Millis: true}, nil
 		}
 	}
-	text, err := scalarText(raw, class == fieldData)
+	text, err := scalarText(raw, text, class == fieldData)
 	if err == nil && class == fieldDuration && len(raw) > 0 && raw[0] == '"' && looksNumeric(strings.TrimSpace(text)) {
 		err = errors.New("is a number in a string, without a unit; write milliseconds as a JSON number (600000), or a duration such as 90s, 10m, 1h30m or 1d")
 	}
@@ -331,14 +367,15 @@ func jsonCell(raw []byte, class fieldClass) (Cell, error) {
 
 // scalarText is the cell text of a JSON value: a string as is, a number
 // as written, a boolean as true or false, null as empty. An object is
-// taken as its JSON text where object is true (the data field).
-func scalarText(raw []byte, object bool) (string, error) {
+// taken as its JSON text where object is true (the data field). text is
+// raw as a string, or empty (see scanObjectNames' src).
+func scalarText(raw []byte, text string, object bool) (string, error) {
 	if len(raw) == 0 {
 		return "", nil
 	}
 	switch raw[0] {
 	case '"':
-		if s, ok := plainString(raw); ok {
+		if s, ok := plainString(raw, text); ok {
 			return s, nil
 		}
 		var s string
@@ -350,14 +387,23 @@ func scalarText(raw []byte, object bool) (string, error) {
 		return "", nil
 	case '{':
 		if object {
-			return string(raw), nil
+			return textOf(raw, text), nil
 		}
 	case '[':
 	default:
-		return string(raw), nil
+		return textOf(raw, text), nil
 	}
 	if object {
 		return "", errors.New(`must be a JSON object of strings such as {"team":"ops"}`)
 	}
 	return "", errors.New("must be a string, number or boolean, not an object or array")
+}
+
+// textOf is raw as a string: text when it is not empty (the same bytes),
+// else a copy.
+func textOf(raw []byte, text string) string {
+	if text != "" {
+		return text
+	}
+	return string(raw)
 }

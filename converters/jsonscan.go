@@ -7,6 +7,8 @@ package converters
 // is not sure of (escaped field names, deep nesting, anything invalid)
 // it leaves to encoding/json, which says what is wrong.
 
+import "unsafe"
+
 // maxScanDepth bounds the nesting scanObject follows before it leaves the
 // object to encoding/json.
 const maxScanDepth = 64
@@ -16,16 +18,59 @@ const maxScanDepth = 64
 // the object is not plain enough or not valid: the caller then reads it
 // with encoding/json.
 func scanObject(text []byte, fields []field) (_ []field, ok bool) {
-	return scanObjectNames(text, fields, nil)
+	return scanObjectNames(text, "", fields, nil)
 }
 
-// maxNames bounds the field names a nameCache keeps.
+// scanObjectString is scanObject of the text of s, whose fields' names
+// and texts are parts of s: reading them allocates nothing.
+func scanObjectString(s string, fields []field) (_ []field, ok bool) {
+	// Only read, never written: the bytes stay s's.
+	return scanObjectNames(unsafe.Slice(unsafe.StringData(s), len(s)), s, fields, nil)
+}
+
+// maxNames bounds the field names a fieldNames keeps.
 const maxNames = 256
 
-// scanObjectNames is scanObject taking field names from names, and
-// keeping new ones there, so that the names objects share are allocated
-// once; names may be nil.
-func scanObjectNames(text []byte, fields []field, names map[string]string) (_ []field, ok bool) {
+// fieldNames interns the field names of a file's objects, so that the
+// names objects share are allocated once. The objects of a job list
+// mostly name their fields in the same order: the names of the last
+// object read are tried first, position by position, before the map.
+type fieldNames struct {
+	m    map[string]string
+	last []string
+}
+
+func newFieldNames() *fieldNames { return &fieldNames{m: map[string]string{}} }
+
+// intern is the k-th field name of an object, name; from src when it is
+// not kept (src holds the object's text, or is empty).
+func (n *fieldNames) intern(k int, name []byte, src string, at int) string {
+	if n == nil {
+		if src != "" {
+			return src[at : at+len(name)]
+		}
+		return string(name)
+	}
+	if k < len(n.last) && n.last[k] == string(name) {
+		return n.last[k]
+	}
+	s, ok := n.m[string(name)]
+	if !ok {
+		s = string(name)
+		if len(n.m) < maxNames {
+			n.m[s] = s
+		}
+	}
+	n.last = append(n.last[:min(k, len(n.last))], s)
+	return s
+}
+
+// scanObjectNames is scanObject taking field names from names (which
+// may be nil). src, when not empty, holds the same bytes as
+// text: each field's text is then its part of src, and a name not in
+// names is too, so that the strings of an object cost one allocation, or
+// none.
+func scanObjectNames(text []byte, src string, fields []field, names *fieldNames) (_ []field, ok bool) {
 	i := skipSpace(text, 0)
 	if i >= len(text) || text[i] != '{' {
 		return fields, false
@@ -42,7 +87,8 @@ func scanObjectNames(text []byte, fields []field, names map[string]string) (_ []
 		if end < 0 || !plain {
 			return fields, false
 		}
-		name := text[i+1 : end-1]
+		nameAt := i + 1
+		name := text[nameAt : end-1]
 		i = skipSpace(text, end)
 		if i >= len(text) || text[i] != ':' {
 			return fields, false
@@ -52,16 +98,10 @@ func scanObjectNames(text []byte, fields []field, names map[string]string) (_ []
 		if vend < 0 {
 			return fields, false
 		}
-		var f field
-		if n, ok := names[string(name)]; ok {
-			f.name = n
-		} else {
-			f.name = string(name)
-			if names != nil && len(names) < maxNames {
-				names[f.name] = f.name
-			}
+		f := field{name: names.intern(len(fields), name, src, nameAt), value: text[i:vend]}
+		if src != "" {
+			f.text = src[i:vend]
 		}
-		f.value = text[i:vend]
 		fields = append(fields, f)
 		i = skipSpace(text, vend)
 		if i >= len(text) {
@@ -250,13 +290,17 @@ func scanDigits(b []byte, i int) int {
 
 // plainString is the value of a JSON string token raw (quotes included)
 // when it holds no escape and only ASCII, so its bytes are its value.
-func plainString(raw []byte) (string, bool) {
+// text, when not empty, is raw as a string: the value is then part of it.
+func plainString(raw []byte, text string) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
 	}
 	end, plain := scanString(raw, 0)
 	if end != len(raw) || !plain {
 		return "", false
+	}
+	if text != "" {
+		return text[1 : len(text)-1], true
 	}
 	return string(raw[1 : len(raw)-1]), true
 }

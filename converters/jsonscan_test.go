@@ -35,6 +35,17 @@ func slowObject(text []byte) ([]field, error) {
 func checkScan(t *testing.T, text []byte) {
 	fast, ok := scanObject(text, nil)
 	slow, err := slowObject(bytes.TrimSpace(text))
+	// Read with the string of its text, the object has the same fields,
+	// each with its value's text.
+	strung, sok := scanObjectString(string(text), nil)
+	if sok != ok || len(strung) != len(fast) {
+		t.Fatalf("scanObjectString(%q): %d fields, ok %v; scanObject %d, ok %v", text, len(strung), sok, len(fast), ok)
+	}
+	for i := range strung {
+		if strung[i].name != fast[i].name || strung[i].text != string(fast[i].value) {
+			t.Fatalf("scanObjectString(%q): field %d is %q=%s, scanObject %q=%s", text, i, strung[i].name, strung[i].text, fast[i].name, fast[i].value)
+		}
+	}
 	if !ok {
 		return // read by encoding/json
 	}
@@ -48,7 +59,7 @@ func checkScan(t *testing.T, text []byte) {
 		if fast[i].name != slow[i].name || !bytes.Equal(bytes.TrimSpace(fast[i].value), bytes.TrimSpace(slow[i].value)) {
 			t.Fatalf("scanObject(%q): field %d is %q=%s, encoding/json %q=%s", text, i, fast[i].name, fast[i].value, slow[i].name, slow[i].value)
 		}
-		if s, ok := plainString(fast[i].value); ok {
+		if s, ok := plainString(fast[i].value, ""); ok {
 			var want string
 			if err := json.Unmarshal(fast[i].value, &want); err != nil || s != want {
 				t.Fatalf("plainString(%s) = %q, encoding/json %q (%v)", fast[i].value, s, want, err)

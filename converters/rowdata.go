@@ -95,7 +95,7 @@ func parseData(s string) (map[string]string, error) {
 // ok is false for anything else, which parseData reads with encoding/json.
 func parseFlatData(s string) (map[string]string, bool) {
 	var small [8]field
-	fields, ok := scanObject([]byte(s), small[:0])
+	fields, ok := scanObjectString(s, small[:0])
 	if !ok || len(fields) == 0 {
 		return nil, false
 	}
@@ -103,13 +103,13 @@ func parseFlatData(s string) (map[string]string, bool) {
 	for _, f := range fields {
 		switch c := f.value[0]; {
 		case c == '"':
-			v, ok := plainString(f.value)
+			v, ok := plainString(f.value, f.text)
 			if !ok {
 				return nil, false
 			}
 			out[f.name] = v
 		case c == 't' || c == 'f' || c == '-' || '0' <= c && c <= '9':
-			out[f.name] = string(f.value) // a number as written
+			out[f.name] = f.text // a number as written
 		default:
 			return nil, false
 		}
