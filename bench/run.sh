@@ -15,14 +15,14 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 awk '
 function metric(name,   i) { for (i = 3; i < NF; i++) if ($(i+1) == name) return $i; return "" }
 BEGIN {
-	printf "%-6s %10s %12s %12s %10s %12s %12s %10s\n", "format", "rows", "rows/s", "peak RSS", "peak heap", "kcat rows/s", "kcat RSS", "ratio"
+	printf "%-6s %10s %12s %12s %10s %12s %12s %10s %6s\n", "format", "rows", "rows/s", "peak RSS", "peak heap", "kcat rows/s", "kcat RSS", "ratio", "cores"
 }
 /^BenchmarkDrop/ {
 	f = tolower($1); sub(/^benchmarkdrop/, "", f); sub(/-[0-9]+$/, "", f)
 	k = metric("kcat-rows/s")
-	printf "%-6s %10d %12.0f %9.0f MiB %6.0f MiB %12s %8s MiB %10s\n", f, metric("rows"), metric("rows/s"),
+	printf "%-6s %10d %12.0f %9.0f MiB %6.0f MiB %12s %8s MiB %10s %6.2f\n", f, metric("rows"), metric("rows/s"),
 		metric("peak-RSS-MiB"), metric("peak-heap-MiB"), (k == "" ? "-" : sprintf("%.0f", k)),
-		(k == "" ? "-" : sprintf("%.0f", metric("kcat-RSS-MiB"))), (k == "" ? "-" : sprintf("%.2f", metric("ratio")))
+		(k == "" ? "-" : sprintf("%.0f", metric("kcat-RSS-MiB"))), (k == "" ? "-" : sprintf("%.2f", metric("ratio"))), metric("cores")
 }
 /^BenchmarkRenameToCommit/ {
 	printf "\nrename to commit, %d files of 10 rows: p50 %s ms, p99 %s ms (kcat producing each file: p50 %s ms, p99 %s ms)\n",
