@@ -203,10 +203,17 @@ func FuzzCSV(f *testing.F) {
 }
 
 func BenchmarkCSV(b *testing.B) {
-	const rows = 100_000
+	benchConvert(b, 100_000, func(rows int) (string, io.Reader) { return "bench.csv", newRowsReader(rows) }, CSV{}.ConvertReader)
+}
+
+// benchConvert converts the rows input makes with convert, each loop,
+// and reports the time a row took.
+func benchConvert(b *testing.B, rows int, input func(rows int) (string, io.Reader), convert readerConverter) {
+	opts := Options{Defaults: Defaults{Timezone: "Europe/Paris"}}
 	for b.Loop() {
 		n := 0
-		err := CSV{}.ConvertReader(context.Background(), "bench.csv", newRowsReader(rows), Options{Defaults: Defaults{Timezone: "Europe/Paris"}}, func(r Row) error {
+		file, r := input(rows)
+		err := convert(context.Background(), file, r, opts, func(r Row) error {
 			if r.Err != nil {
 				return r.Err
 			}

@@ -104,11 +104,9 @@ type jsonRows struct {
 	// objects of one file mostly share theirs.
 	cache map[string]*Columns
 	// names and freqNames (frequency objects') intern field names; known
-	// caches what each name feeds, lastClasses what the last object's
-	// fields fed, in order.
+	// caches what each name feeds.
 	names, freqNames *fieldNames
 	known            map[string]classifiedField
-	lastClasses      []classifiedField
 	// lastHeader and lastCols are the last row's header and Columns.
 	lastHeader []string
 	lastCols   *Columns

@@ -124,21 +124,9 @@ func FuzzJSON(f *testing.F) {
 // BenchmarkJSONLines converts 100,000 light-scheduler TaskDefinitions,
 // one a line: the conversion alone of the JSON Lines drop.
 func BenchmarkJSONLines(b *testing.B) {
-	const rows = 100_000
-	for b.Loop() {
-		n := 0
-		err := JSON{}.ConvertReader(context.Background(), "bench.jsonl", &jsonRowsReader{n: rows, lines: true}, Options{}, func(r Row) error {
-			if r.Err != nil {
-				return r.Err
-			}
-			n++
-			return nil
-		})
-		if err != nil || n != rows {
-			b.Fatalf("%d rows, %v", n, err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	benchConvert(b, 100_000, func(rows int) (string, io.Reader) {
+		return "bench.jsonl", &jsonRowsReader{n: rows, lines: true}
+	}, JSON{}.ConvertReader)
 }
 
 // TestJSONLinesAcrossBlocks reads JSON Lines whose bad, blank and good

@@ -76,12 +76,9 @@ func (c *jsonRows) row(line int, fields []field) Row {
 	fail := func(name, value string, err error) {
 		errs = append(errs, &RowError{File: c.file, Row: line, Column: name, Value: clip(value), Err: err})
 	}
-	for i, f := range fields {
+	for _, f := range fields {
 		raw, text := bytes.TrimSpace(f.value), f.text
-		if len(raw) != len(text) {
-			text = strings.TrimSpace(text)
-		}
-		target, class := c.classify(i, f.name)
+		target, class := c.classify(f.name)
 		switch class {
 		case fieldExtension:
 			if ext == nil {
@@ -191,31 +188,16 @@ const (
 // classifiedField is a field name's target after the folder's mapping and
 // what it feeds.
 type classifiedField struct {
-	name   string
 	target string
 	class  fieldClass
 }
 
-// classify says what the field name, the object's k-th, feeds, after the
-// folder's mapping, once per name of the file.
-func (c *jsonRows) classify(k int, name string) (string, fieldClass) {
-	if k < len(c.lastClasses) && c.lastClasses[k].name == name {
-		return c.lastClasses[k].target, c.lastClasses[k].class
+// classify says what the field name feeds, after the folder's mapping,
+// once per name of the file.
+func (c *jsonRows) classify(name string) (string, fieldClass) {
+	if k, ok := c.known[name]; ok {
+		return k.target, k.class
 	}
-	known, ok := c.known[name]
-	if !ok {
-		target, class := c.classifyNew(name)
-		known = classifiedField{name, target, class}
-		if len(c.known) < maxNames {
-			c.known[name] = known
-		}
-	}
-	c.lastClasses = append(c.lastClasses[:min(k, len(c.lastClasses))], known)
-	return known.target, known.class
-}
-
-// classifyNew is classify of a name not met before.
-func (c *jsonRows) classifyNew(name string) (string, fieldClass) {
 	target := name
 	if to, ok := c.mapping[strings.ToLower(strings.TrimSpace(name))]; ok {
 		target = to
@@ -241,6 +223,9 @@ func (c *jsonRows) classifyNew(name string) (string, fieldClass) {
 		case k == kindDelay || k == kindTimeout:
 			class = fieldDuration
 		}
+	}
+	if len(c.known) < maxNames {
+		c.known[name] = classifiedField{target, class}
 	}
 	return target, class
 }
