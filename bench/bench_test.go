@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -243,6 +244,7 @@ func measure(tb testing.TB, format string, n int) result {
 			}
 		}
 	}()
+	stopProfile := profileDrop(tb, format)
 	resetPeakRSS()
 	cpu0 := cpuTime()
 	start := time.Now()
@@ -255,6 +257,7 @@ func measure(tb testing.TB, format string, n int) result {
 	case <-time.After(10 * time.Minute):
 		tb.Fatal("no outcome within 10 minutes")
 	}
+	stopProfile()
 	r.elapsed = o.at.Sub(start)
 	r.cpu = cpuTime() - cpu0
 	r.peakRSS = peakRSS()
@@ -268,6 +271,30 @@ func measure(tb testing.TB, format string, n int) result {
 		tb.Fatalf("committed %d rows, want %d", r.committed, n)
 	}
 	return r
+}
+
+// profileDrop writes a CPU profile of the drop alone, from the rename to
+// the outcome, to $JOBDROP_BENCH_CPUPROFILE/<format>.prof when that
+// folder is set (go test's -cpuprofile would also profile the writing of
+// the inputs). It returns the function that ends it.
+func profileDrop(tb testing.TB, format string) (stop func()) {
+	dir := os.Getenv("JOBDROP_BENCH_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, format+".prof"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		tb.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			tb.Error(err)
+		}
+	}
 }
 
 func rowsFromEnv(name string, def int) int {

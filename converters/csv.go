@@ -101,60 +101,85 @@ func (c CSV) ConvertReader(ctx context.Context, file string, r io.Reader, opts O
 		}
 	}
 
-	rows := 0
-	for n := 0; ; n++ {
-		if n%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+	// The reader and the header go on in fill; the rows are converted on
+	// several goroutines (convertBlocks).
+	fill := func(b *records) error {
+		b.lines, b.errs, b.fields, b.ends = b.lines[:0], b.errs[:0], b.fields[:0], b.ends[:0]
+		for len(b.lines) < rowsPerBlock {
+			before := cr.InputOffset()
+			rec, err := cr.Read()
+			if err == io.EOF {
+				return io.EOF
 			}
-		}
-		before := cr.InputOffset()
-		rec, err := cr.Read()
-		if err == io.EOF {
-			break
-		}
-		var row Row
-		var pe *csv.ParseError
-		switch {
-		case errors.Is(err, errRecordTooLong):
-			return tooLong()
-		case errors.As(err, &pe):
-			// The reader resumes after the bad record, so later rows are
-			// still checked and reported.
-			if cr.InputOffset() == before {
-				return fmt.Errorf("%s: row %d: %w", file, pe.StartLine, describeCSVError(pe))
-			}
-			lastLine = pe.StartLine
-			row = Row{Line: pe.StartLine, Err: &RowError{File: file, Row: pe.StartLine, Err: describeCSVError(pe)}}
-		case err != nil:
-			return fmt.Errorf("%s: %w", file, err)
-		default:
-			limit.mark = cr.InputOffset()
-			if blank(rec) {
-				continue
-			}
-			lastLine, _ = cr.FieldPos(0)
-			if len(rec) != cols.Len() {
-				hint := ""
-				if len(rec) > cols.Len() {
-					hint = "; a value holding the separator must be in double quotes"
+			var pe *csv.ParseError
+			switch {
+			case errors.Is(err, errRecordTooLong):
+				return tooLong()
+			case errors.As(err, &pe):
+				// The reader resumes after the bad record, so later rows
+				// are still checked and reported.
+				if cr.InputOffset() == before {
+					return fmt.Errorf("%s: row %d: %w", file, pe.StartLine, describeCSVError(pe))
 				}
-				row = Row{Line: lastLine, Err: &RowError{File: file, Row: lastLine,
-					Err: fmt.Errorf("has %d fields, the header has %d%s", len(rec), cols.Len(), hint)}}
-			} else {
-				row = cols.Row(lastLine, rec)
+				lastLine = pe.StartLine
+				b.lines = append(b.lines, pe.StartLine)
+				b.errs = append(b.errs, &RowError{File: file, Row: pe.StartLine, Err: describeCSVError(pe)})
+			case err != nil:
+				return fmt.Errorf("%s: %w", file, err)
+			case blank(rec):
+				limit.mark = cr.InputOffset()
+				continue
+			default:
+				lastLine, _ = cr.FieldPos(0)
+				b.lines = append(b.lines, lastLine)
+				b.errs = append(b.errs, nil)
 			}
+			b.fields = append(b.fields, rec...)
+			b.ends = append(b.ends, len(b.fields))
+			limit.mark = cr.InputOffset()
 		}
-		limit.mark = cr.InputOffset()
-		rows++
-		if err := emit(row); err != nil {
-			return err
+		return nil
+	}
+	newConvert := func() func(*records, []Row) []Row {
+		cols := cols.worker()
+		return func(b *records, rows []Row) []Row {
+			start := 0
+			for i, line := range b.lines {
+				rec := b.fields[start:b.ends[i]]
+				start = b.ends[i]
+				switch {
+				case b.errs[i] != nil:
+					rows = append(rows, Row{Line: line, Err: b.errs[i]})
+				case len(rec) != cols.Len():
+					hint := ""
+					if len(rec) > cols.Len() {
+						hint = "; a value holding the separator must be in double quotes"
+					}
+					rows = append(rows, Row{Line: line, Err: &RowError{File: file, Row: line,
+						Err: fmt.Errorf("has %d fields, the header has %d%s", len(rec), cols.Len(), hint)}})
+				default:
+					rows = append(rows, cols.Row(line, rec))
+				}
+			}
+			return rows
 		}
+	}
+	rows, err := convertBlocks(ctx, file, fill, newConvert, emit)
+	if err != nil {
+		return err
 	}
 	if rows == 0 {
 		return fmt.Errorf("%s: %w: the file has a header row but no task rows", file, ErrNoRows)
 	}
 	return nil
+}
+
+// records is a block of CSV records as read.
+type records struct {
+	lines  []int    // the line each record starts at
+	errs   []error  // each record's syntax error, or nil
+	fields []string // the fields of the records, one after another
+	ends   []int    // where each record's fields end in fields
 }
 
 // describeCSVError says what a csv syntax error means and how to fix it.

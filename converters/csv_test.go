@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -207,7 +209,8 @@ func BenchmarkCSV(b *testing.B) {
 }
 
 // benchConvert converts the rows input makes with convert, each loop,
-// and reports the time a row took.
+// and reports the time a row took. Each row is recycled once counted, as
+// the injector does once it has encoded it.
 func benchConvert(b *testing.B, rows int, input func(rows int) (string, io.Reader), convert readerConverter) {
 	opts := Options{Defaults: Defaults{Timezone: "Europe/Paris"}}
 	for b.Loop() {
@@ -218,6 +221,7 @@ func benchConvert(b *testing.B, rows int, input func(rows int) (string, io.Reade
 				return r.Err
 			}
 			n++
+			r.Recycle()
 			return nil
 		})
 		if err != nil || n != rows {
@@ -266,4 +270,114 @@ func TestCSVRejectsHugeLine(t *testing.T) {
 		t.Errorf("rejecting a 50 MB line allocated %d MiB, want < 100 MiB", (after.TotalAlloc-before.TotalAlloc)>>20)
 	}
 	t.Logf("%v; allocated %d KiB", err, (after.TotalAlloc-before.TotalAlloc)>>10)
+}
+
+// TestCSVAcrossBlocks reads a CSV file whose blank rows, quoted newlines,
+// syntax errors and short rows fall in many of the blocks converted
+// apart: every row comes in file order with the line it starts at and its
+// own error, and a stop asked by emit leaves no goroutine behind.
+func TestCSVAcrossBlocks(t *testing.T) {
+	const records = 5 * rowsPerBlock
+	var in strings.Builder
+	in.WriteString("host,name,topic,cron,data.note\r\n")
+	line := 2
+	type want struct {
+		name string
+		err  string // part of the row's error; empty: valid
+	}
+	wants := map[int]want{}
+	for i := 1; i <= records; i++ {
+		name := fmt.Sprintf("job-%d", i)
+		switch {
+		case i%97 == 0:
+			in.WriteString("\r\n") // blank: no row
+			line++
+		case i%61 == 0:
+			fmt.Fprintf(&in, "acme,%s,jobs,0 5 * * *,say \"hi\"\r\n", name)
+			wants[line] = want{err: `a " inside a value`}
+			line++
+		case i%53 == 0:
+			fmt.Fprintf(&in, "acme,%s,jobs\r\n", name)
+			wants[line] = want{err: "has 3 fields, the header has 5"}
+			line++
+		case i%7 == 0:
+			fmt.Fprintf(&in, "acme,%s,jobs,0 5 * * *,\"two\r\nlines\"\r\n", name)
+			wants[line] = want{name: name}
+			line += 2
+		default:
+			fmt.Fprintf(&in, "acme,%s,jobs,0 5 * * *,n%d\r\n", name, i)
+			wants[line] = want{name: name}
+			line++
+		}
+	}
+	text := in.String()
+	before := runtime.NumGoroutine()
+
+	var got []int
+	err := CSV{}.ConvertReader(context.Background(), "blocks.csv", strings.NewReader(text), Options{}, func(r Row) error {
+		got = append(got, r.Line)
+		w, ok := wants[r.Line]
+		switch {
+		case !ok:
+			t.Errorf("row at line %d, where no record starts", r.Line)
+		case w.err == "" && r.Err != nil:
+			t.Errorf("line %d: %v", r.Line, r.Err)
+		case w.err != "" && (r.Err == nil || !strings.Contains(r.Err.Error(), fmt.Sprintf("blocks.csv: row %d", r.Line)) || !strings.Contains(r.Err.Error(), w.err)):
+			t.Errorf("line %d: error %v, want one naming its row and %q", r.Line, r.Err, w.err)
+		case w.err == "" && r.Def.Name != w.name:
+			t.Errorf("line %d holds %s, want %s", r.Line, r.Def.Name, w.name)
+		}
+		r.Recycle()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(wants) || !slices.IsSorted(got) {
+		t.Fatalf("%d rows (in order: %v), want %d in line order", len(got), slices.IsSorted(got), len(wants))
+	}
+
+	// emit stops the file in its second block.
+	stop := errors.New("stop here")
+	n := 0
+	err = CSV{}.ConvertReader(context.Background(), "blocks.csv", strings.NewReader(text), Options{}, func(r Row) error {
+		if n++; n == rowsPerBlock+5 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != rowsPerBlock+5 {
+		t.Fatalf("got %v after %d rows, want emit's error after %d", err, n, rowsPerBlock+5)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines after the conversions, %d before", after, before)
+	}
+}
+
+// TestRecycledDataStartsEmpty converts rows into data maps that earlier
+// rows gave back: each holds its own row's keys and no other.
+func TestRecycledDataStartsEmpty(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("host,name,topic,cron,data\n")
+	const rows = 3 * rowsPerBlock
+	for i := range rows {
+		fmt.Fprintf(&in, "acme,job-%d,jobs,0 5 * * *,\"{\"\"k%d\"\": \"\"v%d\"\"}\"\n", i, i%5, i)
+	}
+	n := 0
+	err := CSV{}.ConvertReader(context.Background(), "data.csv", strings.NewReader(in.String()), Options{}, func(r Row) error {
+		i := r.Line - 2
+		want := map[string]string{fmt.Sprintf("k%d", i%5): fmt.Sprintf("v%d", i)}
+		if r.Err != nil || !maps.Equal(r.Def.Data, want) {
+			t.Errorf("line %d: data %v (%v), want %v", r.Line, r.Def.Data, r.Err, want)
+		}
+		r.Recycle()
+		if r.Def.Data != nil {
+			t.Errorf("line %d: data %v after Recycle, want nil", r.Line, r.Def.Data)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != rows {
+		t.Fatalf("%d rows, %v", n, err)
+	}
 }

@@ -135,7 +135,7 @@ func BenchmarkJSONLines(b *testing.B) {
 // file after every row before it, and a stop asked by emit leaves no
 // goroutine behind.
 func TestJSONLinesAcrossBlocks(t *testing.T) {
-	const lines = 5 * linesPerBlock
+	const lines = 5 * rowsPerBlock
 	var in strings.Builder
 	bad := map[int]bool{}
 	for i := 1; i <= lines; i++ {
@@ -181,7 +181,7 @@ func TestJSONLinesAcrossBlocks(t *testing.T) {
 
 	// A line too long in the fourth block: the rows of the lines before
 	// it, then the file's error naming it.
-	long := 3*linesPerBlock + 10
+	long := 3*rowsPerBlock + 10
 	parts := strings.SplitAfter(text, "\n")
 	parts[long-1] = `{"host":"acme","name":"` + strings.Repeat("x", 5000) + `"}` + "\n"
 	n := 0
@@ -203,13 +203,13 @@ func TestJSONLinesAcrossBlocks(t *testing.T) {
 	stop := errors.New("stop here")
 	n = 0
 	err = JSON{}.ConvertReader(context.Background(), "blocks.jsonl", strings.NewReader(text), Options{}, func(r Row) error {
-		if n++; n == linesPerBlock+5 {
+		if n++; n == rowsPerBlock+5 {
 			return stop
 		}
 		return nil
 	})
-	if !errors.Is(err, stop) || n != linesPerBlock+5 {
-		t.Fatalf("got %v after %d rows, want emit's error after %d", err, n, linesPerBlock+5)
+	if !errors.Is(err, stop) || n != rowsPerBlock+5 {
+		t.Fatalf("got %v after %d rows, want emit's error after %d", err, n, rowsPerBlock+5)
 	}
 	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("%d goroutines after the conversions, %d before", after, before)

@@ -14,6 +14,15 @@ import (
 // Len is the number of columns of the header.
 func (c *Columns) Len() int { return len(c.cols) }
 
+// worker returns Columns that convert rows as c does, on another
+// goroutine than c's: they share the header, not the room a row is
+// converted in.
+func (c *Columns) worker() *Columns {
+	w := *c
+	w.trimmed = nil
+	return &w
+}
+
 // Row converts one row of text cells; see Cells.
 func (c *Columns) Row(line int, cells []string) Row {
 	return c.convert(line, len(cells), func(i int) Cell { return Cell{Text: cells[i]} })

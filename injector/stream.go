@@ -70,8 +70,12 @@ func convertAsync(ctx context.Context, f File, conv converters.Converter, opts c
 	return s
 }
 
-// recycle hands a consumed chunk back to the converter.
+// recycle hands a consumed chunk back to the converter, and the data maps
+// of its rows back to the converters.
 func (s *rowStream) recycle(chunk []converters.Row) {
+	for i := range chunk {
+		chunk[i].Recycle()
+	}
 	clear(chunk)
 	select {
 	case s.free <- chunk[:0]:

@@ -314,7 +314,10 @@ func (d *Definition) Waits() Outcome {
 
 // validateChain checks after, on, delay and retry.
 func (d *Definition) validateChain(bad func(field, value, reason string)) {
-	own := d.Key()
+	var own string
+	if len(d.After) > 0 {
+		own = d.Key()
+	}
 	seen := map[string]bool{}
 	for _, a := range d.After {
 		key := d.PredecessorKey(a)

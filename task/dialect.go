@@ -43,6 +43,9 @@ var Dialects = []Dialect{DialectUnix, DialectQuartz, DialectSpring, DialectSyste
 
 // ParseDialect reads a dialect name in any case; empty means auto.
 func ParseDialect(s string) (Dialect, error) {
+	if s == "" {
+		return DialectAuto, nil
+	}
 	d := Dialect(strings.ToLower(strings.TrimSpace(s)))
 	switch d {
 	case "", DialectAuto:

@@ -159,11 +159,8 @@ func (d *Definition) Validate() error {
 			}
 		}
 	}
-	for k := range d.Data {
-		if k == "" {
-			bad("data", "", "keys must not be empty")
-			break
-		}
+	if _, ok := d.Data[""]; ok {
+		bad("data", "", "keys must not be empty")
 	}
 	if d.Message != nil {
 		d.validateMessage(bad)
