@@ -337,21 +337,9 @@ func TestCSVAcrossBlocks(t *testing.T) {
 		t.Fatalf("%d rows (in order: %v), want %d in line order", len(got), slices.IsSorted(got), len(wants))
 	}
 
-	// emit stops the file in its second block.
-	stop := errors.New("stop here")
-	n := 0
-	err = CSV{}.ConvertReader(context.Background(), "blocks.csv", strings.NewReader(text), Options{}, func(r Row) error {
-		if n++; n == rowsPerBlock+5 {
-			return stop
-		}
-		return nil
+	stopsInSecondBlock(t, before, func(emit func(Row) error) error {
+		return CSV{}.ConvertReader(context.Background(), "blocks.csv", strings.NewReader(text), Options{}, emit)
 	})
-	if !errors.Is(err, stop) || n != rowsPerBlock+5 {
-		t.Fatalf("got %v after %d rows, want emit's error after %d", err, n, rowsPerBlock+5)
-	}
-	if after := runtime.NumGoroutine(); after > before {
-		t.Errorf("%d goroutines after the conversions, %d before", after, before)
-	}
 }
 
 // TestRecycledDataStartsEmpty converts rows into data maps that earlier

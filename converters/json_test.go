@@ -199,10 +199,19 @@ func TestJSONLinesAcrossBlocks(t *testing.T) {
 		t.Errorf("%d rows before the line too long, want %d", n, long-1-(long-1)/97)
 	}
 
-	// emit stops the file in its second block.
+	stopsInSecondBlock(t, before, func(emit func(Row) error) error {
+		return JSON{}.ConvertReader(context.Background(), "blocks.jsonl", strings.NewReader(text), Options{}, emit)
+	})
+}
+
+// stopsInSecondBlock has convert stop at emit's error in the second block
+// of a file, and checks that it returns that error, emits no row after it
+// and leaves no more goroutines than before.
+func stopsInSecondBlock(t *testing.T, before int, convert func(emit func(Row) error) error) {
+	t.Helper()
 	stop := errors.New("stop here")
-	n = 0
-	err = JSON{}.ConvertReader(context.Background(), "blocks.jsonl", strings.NewReader(text), Options{}, func(r Row) error {
+	n := 0
+	err := convert(func(r Row) error {
 		if n++; n == rowsPerBlock+5 {
 			return stop
 		}
