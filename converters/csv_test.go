@@ -209,10 +209,11 @@ func BenchmarkCSV(b *testing.B) {
 }
 
 // benchConvert converts the rows input makes with convert, each loop,
-// and reports the time a row took. Each row is recycled once counted, as
-// the injector does once it has encoded it.
+// and reports the time a row took. The rows' data maps are recycled a
+// chunk of rows at a time, as the injector does once it has encoded them.
 func benchConvert(b *testing.B, rows int, input func(rows int) (string, io.Reader), convert readerConverter) {
 	opts := Options{Defaults: Defaults{Timezone: "Europe/Paris"}}
+	chunk := make([]Row, 0, rowsPerBlock)
 	for b.Loop() {
 		n := 0
 		file, r := input(rows)
@@ -221,7 +222,10 @@ func benchConvert(b *testing.B, rows int, input func(rows int) (string, io.Reade
 				return r.Err
 			}
 			n++
-			r.Recycle()
+			if chunk = append(chunk, r); len(chunk) == cap(chunk) {
+				RecycleData(chunk)
+				chunk = chunk[:0]
+			}
 			return nil
 		})
 		if err != nil || n != rows {
@@ -327,7 +331,6 @@ func TestCSVAcrossBlocks(t *testing.T) {
 		case w.err == "" && r.Def.Name != w.name:
 			t.Errorf("line %d holds %s, want %s", r.Line, r.Def.Name, w.name)
 		}
-		r.Recycle()
 		return nil
 	})
 	if err != nil {
@@ -343,28 +346,58 @@ func TestCSVAcrossBlocks(t *testing.T) {
 }
 
 // TestRecycledDataStartsEmpty converts rows into data maps that earlier
-// rows gave back: each holds its own row's keys and no other.
+// rows gave back, from a data column and from a data.<key> column: each
+// holds its own row's keys and no other.
 func TestRecycledDataStartsEmpty(t *testing.T) {
 	var in strings.Builder
-	in.WriteString("host,name,topic,cron,data\n")
+	in.WriteString("host,name,topic,cron,data,data.extra\n")
 	const rows = 3 * rowsPerBlock
+	want := func(i int) map[string]string {
+		m := map[string]string{}
+		if i%3 != 0 {
+			m[fmt.Sprintf("k%d", i%5)] = fmt.Sprintf("v%d", i)
+		}
+		if i%2 == 0 {
+			m["extra"] = fmt.Sprintf("e%d", i)
+		}
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
 	for i := range rows {
-		fmt.Fprintf(&in, "acme,job-%d,jobs,0 5 * * *,\"{\"\"k%d\"\": \"\"v%d\"\"}\"\n", i, i%5, i)
+		data, extra := "", ""
+		if i%3 != 0 {
+			data = fmt.Sprintf(`"{""k%d"": ""v%d""}"`, i%5, i)
+		}
+		if i%2 == 0 {
+			extra = fmt.Sprintf("e%d", i)
+		}
+		fmt.Fprintf(&in, "acme,job-%d,jobs,0 5 * * *,%s,%s\n", i, data, extra)
 	}
 	n := 0
+	var chunk []Row
+	recycle := func() {
+		RecycleData(chunk)
+		for _, r := range chunk {
+			if r.Def.Data != nil {
+				t.Errorf("line %d: data %v after RecycleData, want nil", r.Line, r.Def.Data)
+			}
+		}
+		chunk = chunk[:0]
+	}
 	err := CSV{}.ConvertReader(context.Background(), "data.csv", strings.NewReader(in.String()), Options{}, func(r Row) error {
 		i := r.Line - 2
-		want := map[string]string{fmt.Sprintf("k%d", i%5): fmt.Sprintf("v%d", i)}
-		if r.Err != nil || !maps.Equal(r.Def.Data, want) {
-			t.Errorf("line %d: data %v (%v), want %v", r.Line, r.Def.Data, r.Err, want)
+		if r.Err != nil || !maps.Equal(r.Def.Data, want(i)) || (r.Def.Data == nil) != (want(i) == nil) {
+			t.Errorf("line %d: data %v (%v), want %v", r.Line, r.Def.Data, r.Err, want(i))
 		}
-		r.Recycle()
-		if r.Def.Data != nil {
-			t.Errorf("line %d: data %v after Recycle, want nil", r.Line, r.Def.Data)
+		if chunk = append(chunk, r); len(chunk) == 10 {
+			recycle()
 		}
 		n++
 		return nil
 	})
+	recycle()
 	if err != nil || n != rows {
 		t.Fatalf("%d rows, %v", n, err)
 	}

@@ -129,6 +129,8 @@ type Columns struct {
 	// trimmed holds the row being converted's cells without surrounding
 	// spaces, read once.
 	trimmed []string
+	// spare holds the recycled maps the rows' data fill.
+	spare spareMaps
 }
 
 // NewColumns reads a header row. file is the base name of the file and line

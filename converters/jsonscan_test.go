@@ -66,7 +66,7 @@ func checkScan(t *testing.T, text []byte) {
 			}
 		}
 	}
-	if m, ok := parseFlatData(string(text)); ok {
+	if m, ok := parseFlatData(string(text), nil); ok {
 		want, err := parseDataSlow(string(text))
 		if err != nil || !maps.Equal(m, want) {
 			t.Fatalf("parseFlatData(%q) = %v, encoding/json %v (%v)", text, m, want, err)
@@ -109,7 +109,7 @@ func TestScanObjectAgreesWithEncodingJSON(t *testing.T) {
 	if _, ok := scanObject([]byte(scanSeeds[2]), nil); !ok {
 		t.Error("a light-scheduler TaskDefinition is not read by scanObject")
 	}
-	if m, ok := parseFlatData(`{"team":"ops","retries":3,"on":true}`); !ok || len(m) != 3 {
+	if m, ok := parseFlatData(`{"team":"ops","retries":3,"on":true}`, nil); !ok || len(m) != 3 {
 		t.Errorf("parseFlatData of a flat object: %v %v", m, ok)
 	}
 }

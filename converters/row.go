@@ -19,7 +19,7 @@ func (c *Columns) Len() int { return len(c.cols) }
 // converted in.
 func (c *Columns) worker() *Columns {
 	w := *c
-	w.trimmed = nil
+	w.trimmed, w.spare = nil, nil
 	return &w
 }
 

@@ -10,32 +10,78 @@ import (
 	"sync"
 )
 
-// dataMaps holds the data maps given back by Row.Recycle, empty, for the
-// rows converted after theirs.
-var dataMaps sync.Pool
-
-// newData returns an empty data map: one given back if there is one.
-func newData(hint int) map[string]string {
-	if m, ok := dataMaps.Get().(map[string]string); ok {
-		return m
-	}
-	return make(map[string]string, hint)
+// recycled holds the data maps RecycleData gave back, empty, a batch a
+// call, for the rows converted after theirs.
+var recycled struct {
+	sync.Mutex
+	batches [][]map[string]string
 }
 
-// Recycle gives the row's data map back to the converters, which fill it
-// again for a later row, and leaves Def.Data nil. A caller that is done
-// with a row, its command encoded and nothing holding the map, calls it so
-// that a file of a million rows costs a few thousand maps rather than a
-// million.
-func (r *Row) Recycle() {
-	recycleData(r.Def.Data)
-	r.Def.Data = nil
-}
+// maxRecycled bounds the batches recycled holds: about as many maps as
+// the rows converted ahead of their use hold.
+const maxRecycled = 64
 
-func recycleData(m map[string]string) {
-	if m != nil {
+// RecycleData gives the data maps of rows back to the converters, which
+// fill them again for later rows, and leaves each row's Def.Data nil. A
+// caller done with rows, their commands encoded and nothing holding their
+// maps, calls it so that a file of a million rows costs a few thousand
+// maps rather than a million.
+func RecycleData(rows []Row) {
+	var batch []map[string]string
+	for i := range rows {
+		m := rows[i].Def.Data
+		if m == nil {
+			continue
+		}
+		if batch == nil {
+			batch = make([]map[string]string, 0, len(rows)-i)
+		}
 		clear(m)
-		dataMaps.Put(m)
+		batch = append(batch, m)
+		rows[i].Def.Data = nil
+	}
+	if len(batch) == 0 {
+		return
+	}
+	recycled.Lock()
+	if len(recycled.batches) < maxRecycled {
+		recycled.batches = append(recycled.batches, batch)
+	}
+	recycled.Unlock()
+}
+
+// spareMaps are the empty data maps a converter took from recycled.
+type spareMaps []map[string]string
+
+// get returns an empty data map, a recycled one if there is one.
+func (s *spareMaps) get(hint int) map[string]string {
+	if s == nil {
+		return make(map[string]string, hint)
+	}
+	if len(*s) == 0 {
+		recycled.Lock()
+		if n := len(recycled.batches); n > 0 {
+			*s = recycled.batches[n-1]
+			recycled.batches[n-1] = nil
+			recycled.batches = recycled.batches[:n-1]
+		}
+		recycled.Unlock()
+	}
+	n := len(*s)
+	if n == 0 {
+		return make(map[string]string, hint)
+	}
+	m := (*s)[n-1]
+	(*s)[n-1] = nil
+	*s = (*s)[:n-1]
+	return m
+}
+
+// put gives back a map get returned that is not used after all.
+func (s *spareMaps) put(m map[string]string) {
+	if s != nil {
+		clear(m)
+		*s = append(*s, m)
 	}
 }
 
@@ -45,7 +91,7 @@ func recycleData(m map[string]string) {
 func (b *rowBuilder) data() map[string]string {
 	var out map[string]string
 	if text, i := b.raw(kindData); text != "" && !b.failed(i) {
-		m, err := parseData(text)
+		m, err := parseData(text, &b.c.spare)
 		if err != nil {
 			b.fail(i, text, err)
 		} else if m != nil {
@@ -66,7 +112,7 @@ func (b *rowBuilder) data() map[string]string {
 			continue
 		}
 		if out == nil {
-			out = newData(b.c.dataKeys)
+			out = b.c.spare.get(b.c.dataKeys)
 		}
 		out[col.key] = v
 	}
@@ -75,9 +121,10 @@ func (b *rowBuilder) data() map[string]string {
 
 // parseData reads a JSON object. Values must be strings; numbers and
 // booleans are taken as written ({"retries": 3} gives "3"), since a person
-// writing JSON by hand rarely quotes them.
-func parseData(s string) (map[string]string, error) {
-	if m, ok := parseFlatData(s); ok {
+// writing JSON by hand rarely quotes them. The common object fills a map
+// of spare (nil: a new one).
+func parseData(s string, spare *spareMaps) (map[string]string, error) {
+	if m, ok := parseFlatData(s, spare); ok {
 		return m, nil
 	}
 	const want = `must be a JSON object of strings such as {"team":"ops"}`
@@ -119,26 +166,26 @@ func parseData(s string) (map[string]string, error) {
 // parseFlatData is parseData of the common object: valid, not empty,
 // every key plain and every value a plain string, a number or a boolean.
 // ok is false for anything else, which parseData reads with encoding/json.
-func parseFlatData(s string) (map[string]string, bool) {
+func parseFlatData(s string, spare *spareMaps) (map[string]string, bool) {
 	var small [8]field
 	fields, ok := scanObjectString(s, small[:0])
 	if !ok || len(fields) == 0 {
 		return nil, false
 	}
-	out := newData(len(fields))
+	out := spare.get(len(fields))
 	for _, f := range fields {
 		switch c := f.value[0]; {
 		case c == '"':
 			v, ok := plainString(f.value, f.text)
 			if !ok {
-				recycleData(out)
+				spare.put(out)
 				return nil, false
 			}
 			out[f.name] = v
 		case c == 't' || c == 'f' || c == '-' || '0' <= c && c <= '9':
 			out[f.name] = f.text // a number as written
 		default:
-			recycleData(out)
+			spare.put(out)
 			return nil, false
 		}
 	}

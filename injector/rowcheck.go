@@ -24,6 +24,8 @@ type RowCheck struct {
 	limit  kafka.RecordLimit
 	seed   maphash.Seed
 	first  keySet
+	// touched keeps what touch read, so that the reads are made.
+	touched uint64
 }
 
 // NewRowCheck starts the checks of the rows of file, against the record
@@ -46,12 +48,28 @@ const recordExtra = 400
 // Check returns the row's problem as a *converters.RowError, or nil. Call
 // it once per valid row (r.Err nil), in file order.
 func (c *RowCheck) Check(r converters.Row) error {
-	return c.check(&r, []byte(r.Def.Key()), appendDefinition(nil, &r.Def))
+	key := []byte(r.Def.Key())
+	return c.check(&r, key, c.hash(key), appendDefinition(nil, &r.Def))
 }
 
-// check is Check of a row whose command has key and value (the JSON of
-// its definition).
-func (c *RowCheck) check(r *converters.Row, key, value []byte) error {
+// hash is the hash of a task key the check of its row takes.
+func (c *RowCheck) hash(key []byte) uint64 { return maphash.Bytes(c.seed, key) }
+
+// hashAll sets hashes[i] to the hash of keys[i], where not nil, and reads
+// the first slot of each in the set of keys seen, so that checking the
+// rows after it rarely waits for memory.
+func (c *RowCheck) hashAll(keys [][]byte, hashes []uint64) {
+	for i, k := range keys {
+		if k != nil {
+			hashes[i] = c.hash(k)
+			c.touched ^= c.first.touch(hashes[i])
+		}
+	}
+}
+
+// check is Check of a row whose command has key, of hash h, and value
+// (the JSON of its definition).
+func (c *RowCheck) check(r *converters.Row, key []byte, h uint64, value []byte) error {
 	if r.Def.Message != nil {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "message", Err: task.ErrMessageFromSchedules}
 	}
@@ -67,7 +85,7 @@ func (c *RowCheck) check(r *converters.Row, key, value []byte) error {
 			Err: fmt.Errorf("task %s would be a record of %d bytes, over the %d bytes a record may have (%s)",
 				key, size, c.limit.Bytes, c.limit.Source)}
 	}
-	if prev, dup := c.first.add(maphash.Bytes(c.seed, key), r.Line); dup {
+	if prev, dup := c.first.add(h, r.Line); dup {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "name", Value: r.Def.Name,
 			Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", key, prev)}
 	}
@@ -75,12 +93,18 @@ func (c *RowCheck) check(r *converters.Row, key, value []byte) error {
 }
 
 // keySet is the set of the hashes of the task keys of a file, each with
-// the row it was first seen at: open addressing, so that looking a key up
-// costs about one cache miss in a set of millions, in 12 bytes a slot.
+// the row it was first seen at: open addressing in one array, so that
+// looking a key up costs about one cache miss in a set of millions, in 16
+// bytes a slot.
 type keySet struct {
-	hashes []uint64 // 0: an empty slot
-	rows   []int32
-	n      int
+	slots []keySlot
+	n     int
+}
+
+// keySlot is a hash (0: an empty slot) and its first row.
+type keySlot struct {
+	h   uint64
+	row int32
 }
 
 // add records hash h at row, or returns the row it was first recorded at.
@@ -88,20 +112,31 @@ func (s *keySet) add(h uint64, row int) (first int, dup bool) {
 	if h == 0 {
 		h = 1
 	}
-	if 4*(s.n+1) > 3*len(s.hashes) {
+	if 4*(s.n+1) > 3*len(s.slots) {
 		s.grow()
 	}
-	mask := uint64(len(s.hashes) - 1)
+	mask := uint64(len(s.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch s.hashes[i] {
+		switch sl := &s.slots[i]; sl.h {
 		case h:
-			return int(s.rows[i]), true
+			return int(sl.row), true
 		case 0:
-			s.hashes[i], s.rows[i] = h, int32(min(row, math.MaxInt32))
+			sl.h, sl.row = h, int32(min(row, math.MaxInt32))
 			s.n++
 			return 0, false
 		}
 	}
+}
+
+// touch reads the slot where hash h would be, so that the add of a run of
+// hashes after their touches finds them in cache: the touches miss it
+// together, where the adds would miss it one after another. It returns
+// what it read for the caller to keep.
+func (s *keySet) touch(h uint64) uint64 {
+	if len(s.slots) == 0 {
+		return 0
+	}
+	return s.slots[max(h, 1)&uint64(len(s.slots)-1)].h
 }
 
 // get returns the row hash h was first recorded at.
@@ -109,14 +144,14 @@ func (s *keySet) get(h uint64) (row int, ok bool) {
 	if h == 0 {
 		h = 1
 	}
-	if len(s.hashes) == 0 {
+	if len(s.slots) == 0 {
 		return 0, false
 	}
-	mask := uint64(len(s.hashes) - 1)
+	mask := uint64(len(s.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch s.hashes[i] {
+		switch sl := &s.slots[i]; sl.h {
 		case h:
-			return int(s.rows[i]), true
+			return int(sl.row), true
 		case 0:
 			return 0, false
 		}
@@ -124,18 +159,18 @@ func (s *keySet) get(h uint64) (row int, ok bool) {
 }
 
 func (s *keySet) grow() {
-	hashes, rows := s.hashes, s.rows
-	size := max(1024, 2*len(hashes))
-	s.hashes, s.rows = make([]uint64, size), make([]int32, size)
+	old := s.slots
+	size := max(1024, 2*len(old))
+	s.slots = make([]keySlot, size)
 	mask := uint64(size - 1)
-	for j, h := range hashes {
-		if h == 0 {
+	for _, sl := range old {
+		if sl.h == 0 {
 			continue
 		}
-		i := h & mask
-		for s.hashes[i] != 0 {
+		i := sl.h & mask
+		for s.slots[i].h != 0 {
 			i = (i + 1) & mask
 		}
-		s.hashes[i], s.rows[i] = h, rows[j]
+		s.slots[i] = sl
 	}
 }

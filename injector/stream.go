@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -73,9 +74,7 @@ func convertAsync(ctx context.Context, f File, conv converters.Converter, opts c
 // recycle hands a consumed chunk back to the converter, and the data maps
 // of its rows back to the converters.
 func (s *rowStream) recycle(chunk []converters.Row) {
-	for i := range chunk {
-		chunk[i].Recycle()
-	}
+	converters.RecycleData(chunk)
 	clear(chunk)
 	select {
 	case s.free <- chunk[:0]:
@@ -157,22 +156,40 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 	produced := 0
 	chained := false // a valid row follows tasks
 
-	// next checks the row; when produce is not nil and the row is valid it
-	// produces its command. It reports whether the row was valid.
-	next := func(r *converters.Row, now time.Time, produce func(*kgo.Record)) bool {
+	// keys and hashes are those of the task keys of the chunk's rows that
+	// converted (nil for the others), made by prepare before next.
+	keys, hashes := make([][]byte, 0, chunkRows), make([]uint64, 0, chunkRows)
+	prepare := func(chunk []converters.Row) {
+		keys, hashes = keys[:0], slices.Grow(hashes[:0], len(chunk))[:len(chunk)]
+		for i := range chunk {
+			d := &chunk[i].Def
+			if chunk[i].Err != nil {
+				keys = append(keys, nil)
+				continue
+			}
+			arena.room(len(d.Host) + 1 + len(d.Name) + 24)
+			mark := len(arena.bytes)
+			arena.bytes = append(arena.bytes, d.Host...)
+			arena.bytes = append(arena.bytes, '/')
+			arena.bytes = append(arena.bytes, d.Name...)
+			keys = append(keys, arena.take(mark))
+		}
+		rowCheck.hashAll(keys, hashes)
+	}
+
+	// next checks row i of the chunk prepared; when produce is not nil and
+	// the row is valid it produces its command. It reports whether the
+	// row was valid.
+	next := func(chunk []converters.Row, i int, now time.Time, produce func(*kgo.Record)) bool {
+		r := &chunk[i]
 		if rej.read(r, f, in.cfg.MaxErrors) {
 			rej.Bad++
 			return false
 		}
 		d := &r.Def
-		arena.room(len(d.Host) + 1 + len(d.Name) + 24)
-		mark := len(arena.bytes)
-		arena.bytes = append(arena.bytes, d.Host...)
-		arena.bytes = append(arena.bytes, '/')
-		arena.bytes = append(arena.bytes, d.Name...)
-		key := arena.take(mark)
+		key := keys[i]
 		value = appendDefinition(value[:0], d)
-		if err := rowCheck.check(r, key, value); err != nil {
+		if err := rowCheck.check(r, key, hashes[i], value); err != nil {
 			fail(err.Error())
 			rej.Bad++
 			return false
@@ -184,7 +201,8 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 		if produce == nil {
 			return true
 		}
-		mark = len(arena.bytes)
+		arena.room(24)
+		mark := len(arena.bytes)
 		arena.bytes = strconv.AppendInt(arena.bytes, int64(r.Line), 10)
 		line := arena.take(mark)
 		arena.room(len(value))
@@ -206,8 +224,9 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 			// The command's timestamp is when it was submitted: a task
 			// with no start counts from it.
 			now := in.cfg.Clock.Now()
+			prepare(chunk)
 			for i := range chunk {
-				valid := next(&chunk[i], now, produce)
+				valid := next(chunk, i, now, produce)
 				if chained {
 					rows.recycle(chunk)
 					return errChained
@@ -216,7 +235,7 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 					continue
 				}
 				for j := i + 1; j < len(chunk) && !chained; j++ {
-					next(&chunk[j], now, nil)
+					next(chunk, j, now, nil)
 				}
 				rows.recycle(chunk)
 				return errRowsRejected
@@ -244,8 +263,9 @@ func (in *Injector) stream(ctx context.Context, f File, conv converters.Converte
 		// The rest of the file completes the report; nothing of it is
 		// produced.
 		for chunk := range rows.chunks {
+			prepare(chunk)
 			for i := 0; i < len(chunk) && !chained; i++ {
-				next(&chunk[i], time.Time{}, nil)
+				next(chunk, i, time.Time{}, nil)
 			}
 			rows.recycle(chunk)
 			if chained {
