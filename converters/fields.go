@@ -129,8 +129,26 @@ type Columns struct {
 	// trimmed holds the row being converted's cells without surrounding
 	// spaces, read once.
 	trimmed []string
+	// texts holds the cells of a row of text (Row).
+	texts []Cell
 	// spare holds the recycled maps the rows' data fill.
 	spare spareMaps
+	// freqs and millis hand out the rows' frequencies and times.
+	freqs  slab[task.Frequency]
+	millis slab[int64]
+}
+
+// slab hands out values from blocks of them, so that the small parts of
+// rows (a frequency, a start) cost an allocation a block, not one each.
+type slab[T any] []T
+
+func (s *slab[T]) new() *T {
+	if len(*s) == 0 {
+		*s = make([]T, rowsPerBlock)
+	}
+	p := &(*s)[0]
+	*s = (*s)[1:]
+	return p
 }
 
 // NewColumns reads a header row. file is the base name of the file and line

@@ -19,13 +19,19 @@ func (c *Columns) Len() int { return len(c.cols) }
 // converted in.
 func (c *Columns) worker() *Columns {
 	w := *c
-	w.trimmed, w.spare = nil, nil
+	w.trimmed, w.texts, w.spare, w.freqs, w.millis = nil, nil, nil, nil, nil
 	return &w
 }
 
 // Row converts one row of text cells; see Cells.
 func (c *Columns) Row(line int, cells []string) Row {
-	return c.convert(line, len(cells), func(i int) Cell { return Cell{Text: cells[i]} })
+	c.texts = slices.Grow(c.texts[:0], len(cells))[:len(cells)]
+	for i, t := range cells {
+		c.texts[i] = Cell{Text: t}
+	}
+	row := c.convert(line, c.texts)
+	clear(c.texts)
+	return row
 }
 
 // Cells converts one row: cells[i] is under the header's column i. A row
@@ -38,22 +44,23 @@ func (c *Columns) Row(line int, cells []string) Row {
 // a *RowError naming the file's own column, joined with errors.Join (a
 // single one is returned as is); Row.Def is then partial.
 func (c *Columns) Cells(line int, cells []Cell) Row {
-	return c.convert(line, len(cells), func(i int) Cell { return cells[i] })
+	return c.convert(line, cells)
 }
 
 // rowBuilder holds the state of one row's conversion.
 type rowBuilder struct {
-	c    *Columns
-	line int
-	n    int
-	cell func(int) Cell
-	errs []rowErr
+	c     *Columns
+	line  int
+	n     int
+	cells []Cell
+	errs  []rowErr
 	// dropped counts the problems beyond maxErrors.
 	dropped int
 }
 
-func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
-	b := &rowBuilder{c: c, line: line, n: n, cell: cell}
+func (c *Columns) convert(line int, cells []Cell) Row {
+	n := len(cells)
+	b := &rowBuilder{c: c, line: line, n: n, cells: cells}
 	var d task.Definition
 
 	if cap(c.trimmed) < n {
@@ -62,7 +69,7 @@ func (c *Columns) convert(line, n int, cell func(int) Cell) Row {
 	c.trimmed = c.trimmed[:n]
 	defer clear(c.trimmed)
 	for i := range n {
-		v := cell(i).Text
+		v := cells[i].Text
 		c.trimmed[i] = strings.TrimSpace(v)
 		switch {
 		case i < len(c.cols) && c.cols[i].kind == kindIgnore && !c.cols[i].unnamed:
@@ -229,7 +236,7 @@ func (b *rowBuilder) frequency() *task.Frequency {
 		b.failKind(kindTime, "", fmt.Errorf("is required when %s is set", b.label(kindTimeUnit)))
 		return nil
 	}
-	f := &task.Frequency{}
+	f := b.c.freqs.new()
 	ok := true
 	if u, err := task.ParseTimeUnit(unitText); err != nil {
 		b.fail(ui, unitText, errors.New("must be one of MILLISECONDS, SECONDS, MINUTES, HOURS, DAYS (singular or plural, any case)"))

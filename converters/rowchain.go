@@ -48,7 +48,7 @@ func (b *rowBuilder) duration(k kind) int64 {
 	if text == "" || b.failed(i) {
 		return 0
 	}
-	if b.cell(i).Millis {
+	if b.cells[i].Millis {
 		ms, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || ms < 0 {
 			b.fail(i, text, errors.New("must be a whole number of milliseconds, or a duration such as 90s, 10m, 1h30m or 1d"))

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jobdrop/jobdrop/task"
 )
 
 // timeFormats is what start and end accept, for error messages.
@@ -24,7 +22,7 @@ func (b *rowBuilder) time(k kind, loc *time.Location) *int64 {
 	if i < 0 || i >= b.n || b.failed(i) {
 		return nil
 	}
-	cell := b.cell(i)
+	cell := b.cells[i]
 	if !cell.Time.IsZero() {
 		t := cell.Time
 		if cell.Local {
@@ -33,7 +31,9 @@ func (b *rowBuilder) time(k kind, loc *time.Location) *int64 {
 			}
 			t = time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), loc)
 		}
-		return task.Ptr(t.UnixMilli())
+		p := b.c.millis.new()
+		*p = t.UnixMilli()
+		return p
 	}
 	text := strings.TrimSpace(cell.Text)
 	if text == "" {
@@ -47,7 +47,9 @@ func (b *rowBuilder) time(k kind, loc *time.Location) *int64 {
 		b.fail(i, text, err)
 		return nil
 	}
-	return &ms
+	p := b.c.millis.new()
+	*p = ms
+	return p
 }
 
 // errNoZone says a local time cannot be placed because the row's time zone
@@ -70,8 +72,10 @@ func parseTime(s string, loc *time.Location) (int64, error) {
 		}
 		return ms, nil
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UnixMilli(), nil
+	if zoned(s) {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t.UnixMilli(), nil
+		}
 	}
 	in := loc
 	if in == nil {
@@ -88,6 +92,14 @@ func parseTime(s string, loc *time.Location) (int64, error) {
 		return t.UnixMilli(), nil
 	}
 	return 0, errors.New(timeFormats)
+}
+
+// zoned reports whether s ends as an RFC 3339 time must: with Z or an
+// offset such as +02:00. A local time is then not parsed as one first,
+// which fails at a cost.
+func zoned(s string) bool {
+	n := len(s)
+	return n > 0 && (s[n-1] == 'Z' || s[n-1] == 'z') || n >= 6 && (s[n-6] == '+' || s[n-6] == '-')
 }
 
 func allDigits(s string) bool {
