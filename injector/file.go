@@ -112,6 +112,14 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	}
 	pace := in.pacer()
 	pace.wait(ctx)
+	// A file that does not sync is converted while it is hashed (see
+	// stream); its rows are produced once its batch is known new.
+	var rows *rowStream
+	ready := make(chan struct{})
+	if f.Sync == nil {
+		rows = convertAsync(ctx, f, conv, opts, ready)
+		defer rows.stop()
+	}
 	id, size, err := hashFile(f.Path)
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", f.Name, err)
@@ -131,8 +139,9 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 	}
 
 	if f.Sync == nil {
+		close(ready)
 		b := batch
-		res, err := in.stream(ctx, f, conv, opts, &b)
+		res, err := in.stream(ctx, f, rows, &b)
 		if !errors.Is(err, errChained) {
 			return res, err
 		}

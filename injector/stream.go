@@ -39,36 +39,86 @@ type rowStream struct {
 	free   chan []converters.Row
 	done   chan struct{}
 	err    error // the converter's, once done is closed
+	cancel context.CancelFunc
 }
 
-// convertAsync converts f on a goroutine of its own.
-func convertAsync(ctx context.Context, f File, conv converters.Converter, opts converters.Options) *rowStream {
+// maxHeld bounds the chunks converted before the stream is read (see
+// convertAsync): 65,536 rows.
+const maxHeld = 256
+
+// convertAsync converts f on a goroutine of its own. Until ready is
+// closed, the rows it converts are held, up to maxHeld chunks, rather
+// than handed over chunksAhead at a time: a file is converted while it is
+// hashed, and its rows produced once its batch is known. stop ends it.
+func convertAsync(ctx context.Context, f File, conv converters.Converter, opts converters.Options, ready <-chan struct{}) *rowStream {
+	ctx, cancel := context.WithCancel(ctx)
 	s := &rowStream{
 		chunks: make(chan []converters.Row, chunksAhead),
 		free:   make(chan []converters.Row, chunksAhead+2),
 		done:   make(chan struct{}),
+		cancel: cancel,
 	}
 	go func() {
 		defer close(s.done)
 		defer close(s.chunks)
+		var held [][]converters.Row
+		// give hands chunk over, or holds it while ready is open; at the
+		// end of the file (last) it waits for ready.
+		give := func(chunk []converters.Row, last bool) error {
+			if ready != nil {
+				select {
+				case <-ready:
+				default:
+					if !last && len(held) < maxHeld {
+						held = append(held, chunk)
+						return nil
+					}
+					select {
+					case <-ready:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				ready = nil
+				for _, c := range held {
+					s.chunks <- c
+				}
+				held = nil
+			}
+			if len(chunk) > 0 {
+				s.chunks <- chunk
+			}
+			return nil
+		}
 		chunk := make([]converters.Row, 0, chunkRows)
 		s.err = conv.Convert(ctx, f.Path, opts, func(r converters.Row) error {
 			chunk = append(chunk, r)
-			if len(chunk) == chunkRows {
-				s.chunks <- chunk
-				select {
-				case chunk = <-s.free:
-				default:
-					chunk = make([]converters.Row, 0, chunkRows)
-				}
+			if len(chunk) < chunkRows {
+				return nil
+			}
+			if err := give(chunk, false); err != nil {
+				return err
+			}
+			select {
+			case chunk = <-s.free:
+			default:
+				chunk = make([]converters.Row, 0, chunkRows)
 			}
 			return nil
 		})
-		if len(chunk) > 0 {
-			s.chunks <- chunk
+		if err := give(chunk, true); err != nil && s.err == nil {
+			s.err = err
 		}
 	}()
 	return s
+}
+
+// stop ends the conversion and waits for its goroutine.
+func (s *rowStream) stop() {
+	s.cancel()
+	for range s.chunks {
+	}
+	<-s.done
 }
 
 // recycle hands a consumed chunk back to the converter, and the data maps
@@ -136,17 +186,10 @@ func (a *recordArena) take(mark int) []byte {
 // At the first valid row that follows tasks, it stops, aborting the
 // transaction, and returns errChained: nothing of the file is committed
 // or audited.
-func (in *Injector) stream(ctx context.Context, f File, conv converters.Converter, opts converters.Options, batch *record.Batch) (Result, error) {
+func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *record.Batch) (Result, error) {
 	rej := &RejectedError{File: f.Name}
 	rowCheck := NewRowCheck(f.Name, in.cfg.Topics).WithLimit(in.recordLimit(ctx))
-	cctx, cancel := context.WithCancel(ctx)
-	rows := convertAsync(cctx, f, conv, opts)
-	defer func() {
-		cancel()
-		for range rows.chunks {
-		}
-		<-rows.done
-	}()
+	defer rows.stop()
 
 	fail := func(line string) { rej.fail(line, in.cfg.MaxErrors) }
 	src := record.Source{Batch: batch.ID, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
