@@ -33,7 +33,8 @@ func Transact(ctx context.Context, cl *kgo.Client, fill func(produce func(*kgo.R
 		return err
 	}
 	var refused refusals
-	produce := func(r *kgo.Record) { cl.Produce(ctx, r, refused.add) }
+	promise := refused.add // once: a method value made per record costs an allocation each
+	produce := func(r *kgo.Record) { cl.Produce(ctx, r, promise) }
 	err := fill(produce)
 	if err == nil {
 		// A failed fill is not flushed: what it produced is dropped unsent
