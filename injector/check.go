@@ -58,7 +58,7 @@ const bufferRows = 20_000
 // of the invalid ones. It gives chains every row, and sync (if not nil)
 // what a sync needs of them.
 // A file being injected waits as pace says; nil: it never waits.
-func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows, chains *ChainCheck, pace *pacer) ([]converters.Row, *RejectedError, map[int]struct{}) {
+func (in *Injector) check(ctx context.Context, f File, conv converters.Converter, opts converters.Options, sync *syncRows, chains *ChainCheck, pace *pacer) (_ []converters.Row, _ *RejectedError, _ map[int]struct{}, largest int) {
 	rej := &RejectedError{File: f.Name}
 	var rows []converters.Row
 	skip := map[int]struct{}{}
@@ -106,7 +106,7 @@ func (in *Injector) check(ctx context.Context, f File, conv converters.Converter
 	if !keep {
 		rows = nil
 	}
-	return rows, rej, skip
+	return rows, rej, skip, rowCheck.largest
 }
 
 // recordLimit is the largest record the brokers take on the input and

@@ -142,11 +142,11 @@ func (in *Injector) inject(ctx context.Context, f File, conv converters.Converte
 		close(ready)
 		b := batch
 		res, err := in.stream(ctx, f, rows, &b)
-		if !errors.Is(err, errChained) {
+		if !errors.Is(err, errTwoPasses) {
 			return res, err
 		}
-		// Its rows follow tasks: it is checked whole first, and injected
-		// with its links first.
+		// Its rows follow tasks, or one is too large for small batches:
+		// it is checked whole first, then injected.
 	}
 	return in.injectChecked(ctx, f, conv, opts, batch, pace)
 }
@@ -177,7 +177,7 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 		ready = scope.ready
 	}
 	chains := NewChainCheck(f.Name)
-	rows, rej, skip := in.check(ctx, f, conv, opts, syncing, chains, pace)
+	rows, rej, skip, largest := in.check(ctx, f, conv, opts, syncing, chains, pace)
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
@@ -240,6 +240,10 @@ func (in *Injector) injectChecked(ctx context.Context, f File, conv converters.C
 			rej.Rows-rej.Bad, rej.Rows, rej.Bad, PolicyGoodRows, f.Name)
 	}
 	src := record.Source{Batch: id, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
+	// A command's headers also hold the folder and the actor.
+	if err := in.largeBatches(largest + len(src.Folder) + len(src.Actor)); err != nil {
+		return Result{}, fmt.Errorf("inject %s: %w: %w", f.Name, ErrUnavailable, err)
+	}
 	var fillErr error // the file's own problem, found while producing
 	links := 0
 	err = in.transactFile(ctx, f, 1, func(produce func(*kgo.Record)) error {

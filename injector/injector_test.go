@@ -145,3 +145,37 @@ func TestReportCountsRowsNotProblems(t *testing.T) {
 		t.Errorf("report:\n%s", err)
 	}
 }
+
+// TestTaskTooLargeForSmallBatchesIsInjected drops a file whose fourth task
+// is too large for the producer's batches of 64 KiB, though within the
+// brokers' 1 MiB: the file is injected whole, that task intact, and the
+// files after it too.
+func TestTaskTooLargeForSmallBatchesIsInjected(t *testing.T) {
+	in, brokers, topics := newInjector(t)
+	payload := strings.Repeat("p", 300<<10)
+	var b strings.Builder
+	b.WriteString("host,name,topic,timeUnit,time,data.payload\n")
+	for i := range 6 {
+		data := "small"
+		if i == 3 {
+			data = payload
+		}
+		fmt.Fprintf(&b, "acme,job-%d,jobs,MINUTES,5,%s\n", i, data)
+	}
+	res, err := in.Inject(context.Background(), File{Path: writeFile(t, "large.csv", b.String())}, converters.CSV{}, converters.Options{})
+	if err != nil || res.Outcome != Injected || res.Batch.Rows != 6 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	res, err = in.Inject(context.Background(), File{Path: writeFile(t, "after.csv", "host,name,topic,timeUnit,time\nacme,next,jobs,MINUTES,5\n")}, converters.CSV{}, converters.Options{})
+	if err != nil || res.Outcome != Injected {
+		t.Fatalf("the file after: %+v, %v", res, err)
+	}
+	cmds := kafkatest.Decode[task.Definition](t, kafkatest.Drain(t, brokers, topics.Input))
+	got := map[string]int{}
+	for _, d := range cmds {
+		got[d.Name] = len(d.Data["payload"])
+	}
+	if len(cmds) != 7 || got["job-3"] != len(payload) || got["job-0"] != len("small") || len(got) != 7 {
+		t.Fatalf("%d commands, payload sizes %v; want 7, job-3's of %d bytes", len(cmds), got, len(payload))
+	}
+}

@@ -26,6 +26,9 @@ type RowCheck struct {
 	first  keySet
 	// touched keeps what touch read, so that the reads are made.
 	touched uint64
+	// largest is the size, as check reckons it, of the largest task
+	// checked: the producer's batches must take it (largeBatches).
+	largest int
 }
 
 // NewRowCheck starts the checks of the rows of file, against the record
@@ -76,7 +79,8 @@ func (c *RowCheck) check(r *converters.Row, key []byte, h uint64, value []byte) 
 	if err := c.topics.CheckTarget(r.Def.Topic); err != nil {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "topic", Value: r.Def.Topic, Err: err}
 	}
-	if size := len(value) + len(key) + len(c.file) + recordExtra; size > c.limit.Bytes {
+	size := len(value) + len(key) + len(c.file) + recordExtra
+	if size > c.limit.Bytes {
 		column := ""
 		if d, _ := json.Marshal(r.Def.Data); len(d) > len(value)/2 {
 			column = "data"
@@ -85,6 +89,7 @@ func (c *RowCheck) check(r *converters.Row, key []byte, h uint64, value []byte) 
 			Err: fmt.Errorf("task %s would be a record of %d bytes, over the %d bytes a record may have (%s)",
 				key, size, c.limit.Bytes, c.limit.Source)}
 	}
+	c.largest = max(c.largest, size)
 	if prev, dup := c.first.add(h, r.Line); dup {
 		return &converters.RowError{File: c.file, Row: r.Line, Column: "name", Value: r.Def.Name,
 			Err: fmt.Errorf("task %s appears again (first at row %d); each task may appear once per file", key, prev)}

@@ -25,12 +25,15 @@ const chunksAhead = 8
 // (PolicyReject), or at its end when no row was valid (PolicyGoodRows).
 var errRowsRejected = errors.New("rows rejected")
 
-// errChained ends the stream of a file at its first valid row that
-// follows tasks (after): its transaction is aborted before anything of it
-// is committed, and the file is injected again in two passes
-// (injectChecked), since its predecessors, its cycles and its link
-// records, which go before every command, depend on every row.
-var errChained = errors.New("the file's rows follow tasks")
+// errTwoPasses ends the stream of a file at its first valid row that
+// follows tasks (after), or whose task is too large for the producer's
+// small batches: its transaction is aborted before anything of it is
+// committed, and the file is injected again in two passes
+// (injectChecked). A chain's predecessors, its cycles and its link
+// records, which go before every command, depend on every row; and the
+// first pass finds the largest task, for which the producer is made anew
+// before the second (largeBatches).
+var errTwoPasses = errors.New("the file is injected in two passes")
 
 // rowStream hands a file's converted rows from the goroutine that
 // converts them to the one that checks, encodes and produces them.
@@ -183,9 +186,9 @@ func (a *recordArena) take(mark int) []byte {
 // the rest of the file is only read for the report; under PolicyGoodRows
 // the invalid rows are left out. The batch's audit record, with the
 // counts, is produced last, so it commits with the rows or not at all.
-// At the first valid row that follows tasks, it stops, aborting the
-// transaction, and returns errChained: nothing of the file is committed
-// or audited.
+// At the first valid row that follows tasks, or holds a task too large
+// for the producer's small batches, it stops, aborting the transaction,
+// and returns errTwoPasses: nothing of the file is committed or audited.
 func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *record.Batch) (Result, error) {
 	rej := &RejectedError{File: f.Name}
 	rowCheck := NewRowCheck(f.Name, in.cfg.Topics).WithLimit(in.recordLimit(ctx))
@@ -194,10 +197,14 @@ func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *
 	fail := func(line string) { rej.fail(line, in.cfg.MaxErrors) }
 	src := record.Source{Batch: batch.ID, File: f.Name, Folder: f.Folder, Actor: in.actor(f)}
 	hs := sourceHeaders(src)
+	sourceBytes := len(src.Folder) + len(src.Actor) // a command's headers hold them
 	var arena recordArena
 	var value []byte
 	produced := 0
-	chained := false // a valid row follows tasks
+	again := false // a valid row follows tasks, or is too large: see errTwoPasses
+	in.mu.Lock()
+	small := !in.large
+	in.mu.Unlock()
 
 	// keys and hashes are those of the task keys of the chunk's rows that
 	// converted (nil for the others), made by prepare before next.
@@ -238,10 +245,14 @@ func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *
 			return false
 		}
 		if len(d.After) > 0 && !d.Action.KeyOnly() {
-			chained = true
+			again = true
 			return true
 		}
 		if produce == nil {
+			return true
+		}
+		if small && rowCheck.largest+sourceBytes > smallBatchRecord {
+			again = true
 			return true
 		}
 		arena.room(24)
@@ -270,14 +281,14 @@ func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *
 			prepare(chunk)
 			for i := range chunk {
 				valid := next(chunk, i, now, produce)
-				if chained {
+				if again {
 					rows.recycle(chunk)
-					return errChained
+					return errTwoPasses
 				}
 				if valid || f.Policy == PolicyGoodRows {
 					continue
 				}
-				for j := i + 1; j < len(chunk) && !chained; j++ {
+				for j := i + 1; j < len(chunk) && !again; j++ {
 					next(chunk, j, now, nil)
 				}
 				rows.recycle(chunk)
@@ -307,15 +318,15 @@ func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *
 		// produced.
 		for chunk := range rows.chunks {
 			prepare(chunk)
-			for i := 0; i < len(chunk) && !chained; i++ {
+			for i := 0; i < len(chunk) && !again; i++ {
 				next(chunk, i, time.Time{}, nil)
 			}
 			rows.recycle(chunk)
-			if chained {
+			if again {
 				break
 			}
 		}
-		if !chained {
+		if !again {
 			<-rows.done
 			if err := rows.err; err != nil {
 				fileErr = err
@@ -325,10 +336,10 @@ func (in *Injector) stream(ctx context.Context, f File, rows *rowStream, batch *
 	if ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	if chained {
+	if again {
 		// The two passes make the whole report, its chains' problems
 		// included.
-		return Result{}, errChained
+		return Result{}, errTwoPasses
 	}
 	batch.Rows, batch.Warnings = rej.Rows, rej.Warnings
 	if errors.Is(txErr, errRowsRejected) || fileErr != nil {

@@ -416,7 +416,7 @@ func (in *Injector) Diff(ctx context.Context, f File, conv converters.Converter,
 	defer cancel()
 	scope := in.readScope(cctx, f)
 	chains := NewChainCheck(f.Name)
-	_, rej, skip := in.check(ctx, f, conv, opts, rows, chains, nil)
+	_, rej, skip, _ := in.check(ctx, f, conv, opts, rows, chains, nil)
 	if ctx.Err() != nil {
 		return record.Diff{}, nil, ctx.Err()
 	}
