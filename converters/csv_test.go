@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jobdrop/jobdrop/task"
 )
 
 // rowsReader produces a CSV file of n rows on demand, so a test can read a
@@ -400,5 +402,25 @@ func TestRecycledDataStartsEmpty(t *testing.T) {
 	recycle()
 	if err != nil || n != rows {
 		t.Fatalf("%d rows, %v", n, err)
+	}
+}
+
+// TestLargeDataMapsAreNotKept gives back a row of a large data object: its
+// map is let go, not kept for later rows, which it would hold room for.
+func TestLargeDataMapsAreNotKept(t *testing.T) {
+	big := map[string]string{}
+	for i := range maxRecycledKeys + 1 {
+		big[fmt.Sprint("k", i)] = "v"
+	}
+	recycled.Lock()
+	before := len(recycled.batches)
+	recycled.Unlock()
+	rows := []Row{{Def: task.Definition{Data: big}}}
+	RecycleData(rows)
+	recycled.Lock()
+	after := len(recycled.batches)
+	recycled.Unlock()
+	if after != before || rows[0].Def.Data != nil {
+		t.Errorf("batches %d to %d, data %v after RecycleData; want the map let go", before, after, rows[0].Def.Data)
 	}
 }

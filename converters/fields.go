@@ -140,14 +140,20 @@ type Columns struct {
 
 // slab hands out values from blocks of them, so that the small parts of
 // rows (a frequency, a start) cost an allocation a block, not one each.
-type slab[T any] []T
+// Its blocks grow from 8 values to rowsPerBlock, so that Columns made for
+// few rows (a JSON file whose objects vary) hold little.
+type slab[T any] struct {
+	free []T
+	size int // of the last block
+}
 
 func (s *slab[T]) new() *T {
-	if len(*s) == 0 {
-		*s = make([]T, rowsPerBlock)
+	if len(s.free) == 0 {
+		s.size = min(max(2*s.size, 8), rowsPerBlock)
+		s.free = make([]T, s.size)
 	}
-	p := &(*s)[0]
-	*s = (*s)[1:]
+	p := &s.free[0]
+	s.free = s.free[1:]
 	return p
 }
 

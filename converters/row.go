@@ -19,7 +19,8 @@ func (c *Columns) Len() int { return len(c.cols) }
 // converted in.
 func (c *Columns) worker() *Columns {
 	w := *c
-	w.trimmed, w.texts, w.spare, w.freqs, w.millis = nil, nil, nil, nil, nil
+	w.trimmed, w.texts, w.spare = nil, nil, nil
+	w.freqs, w.millis = slab[task.Frequency]{}, slab[int64]{}
 	return &w
 }
 

@@ -21,6 +21,11 @@ var recycled struct {
 // the rows converted ahead of their use hold.
 const maxRecycled = 64
 
+// maxRecycledKeys bounds the keys a recycled map has held: an emptied map
+// keeps the room of its keys, and a file of large data objects would
+// leave the stash holding it for good.
+const maxRecycledKeys = 16
+
 // RecycleData gives the data maps of rows back to the converters, which
 // fill them again for later rows, and leaves each row's Def.Data nil. A
 // caller done with rows, their commands encoded and nothing holding their
@@ -30,7 +35,8 @@ func RecycleData(rows []Row) {
 	var batch []map[string]string
 	for i := range rows {
 		m := rows[i].Def.Data
-		if m == nil {
+		rows[i].Def.Data = nil
+		if m == nil || len(m) > maxRecycledKeys {
 			continue
 		}
 		if batch == nil {
@@ -38,7 +44,6 @@ func RecycleData(rows []Row) {
 		}
 		clear(m)
 		batch = append(batch, m)
-		rows[i].Def.Data = nil
 	}
 	if len(batch) == 0 {
 		return
@@ -79,7 +84,7 @@ func (s *spareMaps) get(hint int) map[string]string {
 
 // put gives back a map get returned that is not used after all.
 func (s *spareMaps) put(m map[string]string) {
-	if s != nil {
+	if s != nil && len(m) <= maxRecycledKeys {
 		clear(m)
 		*s = append(*s, m)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -45,9 +46,27 @@ type rowStream struct {
 	cancel context.CancelFunc
 }
 
-// maxHeld bounds the chunks converted before the stream is read (see
-// convertAsync): 65,536 rows.
-const maxHeld = 256
+// maxHeld and maxHeldBytes bound the chunks converted before the stream
+// is read (see convertAsync): 65,536 rows, and about 32 MiB of them (as
+// heldBytes reckons), whichever comes first.
+const (
+	maxHeld      = 256
+	maxHeldBytes = 32 << 20
+)
+
+// heldBytes reckons the memory of a chunk of rows: their structs, and
+// the text of their tasks.
+func heldBytes(chunk []converters.Row) int {
+	n := len(chunk) * int(unsafe.Sizeof(converters.Row{}))
+	for i := range chunk {
+		d := &chunk[i].Def
+		n += len(d.Host) + len(d.Name) + len(d.Topic) + len(d.Cron) + len(d.Rrule)
+		for k, v := range d.Data {
+			n += len(k) + len(v) + 16
+		}
+	}
+	return n
+}
 
 // convertAsync converts f on a goroutine of its own. Until ready is
 // closed, the rows it converts are held, up to maxHeld chunks, rather
@@ -65,6 +84,7 @@ func convertAsync(ctx context.Context, f File, conv converters.Converter, opts c
 		defer close(s.done)
 		defer close(s.chunks)
 		var held [][]converters.Row
+		heldSize := 0
 		// give hands chunk over, or holds it while ready is open; at the
 		// end of the file (last) it waits for ready.
 		give := func(chunk []converters.Row, last bool) error {
@@ -72,8 +92,9 @@ func convertAsync(ctx context.Context, f File, conv converters.Converter, opts c
 				select {
 				case <-ready:
 				default:
-					if !last && len(held) < maxHeld {
+					if !last && len(held) < maxHeld && heldSize < maxHeldBytes {
 						held = append(held, chunk)
+						heldSize += heldBytes(chunk)
 						return nil
 					}
 					select {

@@ -3,6 +3,7 @@ package injector
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jobdrop/jobdrop/converters"
@@ -71,5 +72,22 @@ func TestStopEndsAHeldConversion(t *testing.T) {
 	rows.stop()
 	if !errors.Is(rows.err, context.Canceled) {
 		t.Errorf("conversion ended with %v, want it cancelled", rows.err)
+	}
+}
+
+// TestHeldBytesCountTheData reckons the memory of held rows with their
+// data: rows of large data stop the holding long before 65,536 of them.
+func TestHeldBytesCountTheData(t *testing.T) {
+	chunk := make([]converters.Row, chunkRows)
+	small := heldBytes(chunk)
+	for i := range chunk {
+		chunk[i].Def.Data = map[string]string{"payload": strings.Repeat("x", 64<<10)}
+	}
+	large := heldBytes(chunk)
+	if large-small < chunkRows*64<<10 {
+		t.Fatalf("a chunk of 64 KiB payloads reckoned %d bytes, %d without them", large, small)
+	}
+	if chunks := maxHeldBytes/large + 1; chunks >= maxHeld {
+		t.Errorf("%d chunks of 64 KiB payloads would be held, as many as of empty rows", chunks)
 	}
 }
