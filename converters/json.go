@@ -181,6 +181,20 @@ func (c *jsonRows) array(ctx context.Context, br *bufio.Reader, max int64, emit 
 	return n, nil
 }
 
+// decodeLine reads a line of JSON Lines, text, with encoding/json: what
+// scanObject does not read, or to say what is wrong with it.
+func decodeLine(text []byte) ([]field, error) {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	fields, err := readObject(dec)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("text after the object; put one object per line")
+		}
+	}
+	return fields, err
+}
+
 // line converts one line of JSON Lines, text (which it may keep no part
 // of); blank says the line is blank, so no row.
 func (c *jsonRows) line(line int, text []byte) (_ Row, blank bool) {
@@ -195,14 +209,7 @@ func (c *jsonRows) line(line int, text []byte) (_ Row, blank bool) {
 		clear(fields)
 		return row, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.UseNumber()
-	fields, err := readObject(dec)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("text after the object; put one object per line")
-		}
-	}
+	fields, err := decodeLine(text)
 	if err == nil {
 		return c.row(line, fields), false
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"maps"
 	"testing"
 )
@@ -18,23 +17,9 @@ var scanSeeds = []string{
 	`{"data":{"team":"ops","retries":3,"on":true}}`, `{"data":{}}`, `{"data":{"a":null}}`, `{"data":{"a":{"b":1}}}`,
 }
 
-// slowObject reads text as the JSON Lines converter does without
-// scanObject.
-func slowObject(text []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.UseNumber()
-	fields, err := readObject(dec)
-	if err == nil {
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("text after the object")
-		}
-	}
-	return fields, err
-}
-
 func checkScan(t *testing.T, text []byte) {
 	fast, ok := scanObject(text, nil)
-	slow, err := slowObject(bytes.TrimSpace(text))
+	slow, err := decodeLine(bytes.TrimSpace(text))
 	// Read with the string of its text, the object has the same fields,
 	// each with its value's text.
 	strung, sok := scanObjectString(string(text), nil)
