@@ -85,7 +85,7 @@ func (g *glance) set(t *forecast.Timeline, c *recentChart) {
 // refresh. Run calls it whenever it is due. It gives way to the node's
 // scheduler (see Config.Late) between two tasks it reads from the
 // database or from their JSON, and between its steps, for at most
-// Pacing.MaxWait in all: over 100,000 new tasks it takes a core for about
+// Pacing.MaxWait (and Ahead) in all: over 100,000 new tasks it takes a core for about
 // half a second, and a burst due meanwhile waited for it.
 func (s *Server) Refresh(ctx context.Context) error {
 	s.glance.refreshing.Lock()

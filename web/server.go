@@ -99,8 +99,8 @@ type Config struct {
 	// Changes returns a channel closed at the next change of the data:
 	// open pages refresh when it closes. Nil: pages do not refresh.
 	Changes func() <-chan struct{}
-	// Late, if set, says how late this node's scheduler fires now
-	// (scheduler.Engine.Lateness). While it fires later than
+	// Late, if set, says how hard this node's scheduler's fires press
+	// now (scheduler.Engine.Pressure). While they press longer than
 	// Pacing.RecorderLateness, the dashboard's timeline and charts,
 	// which read every task, wait to be computed again, and a
 	// computation under way waits between two tasks, at most

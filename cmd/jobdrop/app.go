@@ -146,10 +146,13 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	if err != nil {
 		return err
 	}
+	// Work that gives way to the fires waits out a whole burst written
+	// ahead (see pace.Pacing.Ahead).
+	cfg.Pacing.Ahead = eng.Ahead()
 	rec, err := store.NewRecorder(st, store.RecorderConfig{ClientOpts: base, Topics: cfg.Topics, Observe: countRecorded(met),
 		MaxLogBytes: cfg.Executions.LogMaxBytes,
 		// The console's database gives way to the fires too.
-		Late: eng.Urgency, Pacing: cfg.Pacing}, log)
+		Late: eng.Pressure, Pacing: cfg.Pacing}, log)
 	if err != nil {
 		return err
 	}
@@ -233,7 +236,7 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, h hooks, unclean
 	wc := consoleConfig(cfg, inj, cmds, rec, h.clock)
 	// The dashboard's computations give way to the fires, as the
 	// recorder does.
-	wc.Late, wc.Pacing = eng.Urgency, cfg.Pacing
+	wc.Late, wc.Pacing = eng.Pressure, cfg.Pacing
 	wc.Metrics, wc.Ready, wc.Notice = met.Handler(), ready.checks, consoleNotice(rec, st, watched)
 	wc.Reviewer = pipe.Reviewer(st.BatchByID, files)
 	wc.Queues = watched.queues

@@ -5,7 +5,8 @@
 // fires due, a burst of them above all: they wait while the scheduler
 // fires late, or has been writing a burst's transactions ahead of their
 // due time that long (the scheduler's Urgency), at most MaxWait at a time,
-// so that they always make headway however late it stays. Wait is the files' way; Background, which also
-// leaves the fires' consumers a moment once the scheduler is on time
-// again, the console's.
+// so that they always make headway however late it stays. Wait is the
+// files' way; Background the console's, which watches the scheduler's
+// Pressure: its Urgency, and a moment more once a burst has committed,
+// while the fires' consumers read it (Settle).
 package pace

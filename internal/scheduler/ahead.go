@@ -120,6 +120,7 @@ func (r *runner) commitAhead(ctx context.Context, at int64) error {
 // instant. It returns ctx's error when ctx ends first: the transaction is
 // then aborted.
 func (r *runner) ready(ctx context.Context, c *change, start time.Time) error {
+	r.wrote = time.Since(start)
 	switch n := len(c.fires); {
 	case n >= learnFires:
 		r.perFire = learn(r.perFire, time.Since(start)/time.Duration(n))

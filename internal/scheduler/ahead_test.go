@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobdrop/jobdrop/internal/kafka"
 	"github.com/jobdrop/jobdrop/internal/kafkatest"
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/task"
 )
@@ -145,7 +146,8 @@ func writeAhead(t *testing.T, h *harness, e *running, n int, due time.Time) {
 // TestFiresWrittenAheadCommitAtTheirDueTime: the occurrences due soon are
 // written ahead and committed at their due time: a read_committed
 // consumer reads none before, and every one once then, stamped with it;
-// meanwhile Urgency counts the runners' wait and Lateness does not.
+// meanwhile Urgency counts the runners' wait and Lateness does not, and
+// Pressure counts it on for pace.Settle once they are committed.
 func TestFiresWrittenAheadCommitAtTheirDueTime(t *testing.T) {
 	h := newHarness(t)
 	jobs := h.watch("jobs")
@@ -159,6 +161,7 @@ func TestFiresWrittenAheadCommitAtTheirDueTime(t *testing.T) {
 		t.Errorf("%d events readable before their due time", stable)
 	}
 	h.clock.Advance(3 * time.Millisecond)
+	waitedAt := h.clock.Now()
 	if got := e.Urgency(); got != 3*time.Millisecond {
 		t.Errorf("Urgency %s 3ms into the wait, want 3ms", got)
 	}
@@ -194,6 +197,20 @@ func TestFiresWrittenAheadCommitAtTheirDueTime(t *testing.T) {
 	kafkatest.Eventually(t, 30*time.Second, "every task ended", func() bool { return e.ActiveTasks() == 0 })
 	if got := e.Urgency(); got != 0 {
 		t.Errorf("Urgency %s once committed, want 0", got)
+	}
+	// The burst's consumers read it now: background work still gives
+	// way, as it did while the runners waited.
+	pressed := due.Sub(waitedAt) + 3*time.Millisecond
+	if got := e.Pressure(); got != pressed {
+		t.Errorf("Pressure %s once committed, want %s, how long the fires pressed", got, pressed)
+	}
+	h.clock.Advance(pace.Settle - time.Millisecond)
+	if got := e.Pressure(); got != pressed {
+		t.Errorf("Pressure %s %s after the commit, want still %s", got, pace.Settle-time.Millisecond, pressed)
+	}
+	h.clock.Advance(10 * time.Second)
+	if got := e.Pressure(); got != 0 {
+		t.Errorf("Pressure %s 10s after the commit, want 0", got)
 	}
 }
 

@@ -42,6 +42,9 @@ func (r *runner) commit(ctx context.Context, cmds []*kgo.Record, now int64) erro
 	if err := r.transactChange(ctx, c, now, next, start); err != nil {
 		return err
 	}
+	if len(c.fires) > 0 {
+		r.settle()
+	}
 	r.next = next
 	for p, o := range c.status {
 		r.statusNext[p] = o

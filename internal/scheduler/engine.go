@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/jobdrop/jobdrop/internal/avro"
+	"github.com/jobdrop/jobdrop/internal/pace"
 	"github.com/jobdrop/jobdrop/internal/record"
 	"github.com/jobdrop/jobdrop/internal/retry"
 )
@@ -358,18 +359,64 @@ func (e *Engine) Lateness() time.Duration { return e.pressing(false) }
 // that a burst written ahead is not slowed by them and commits on time.
 func (e *Engine) Urgency() time.Duration { return e.pressing(true) }
 
+// Ahead is how long before their due time, at most, the engine begins
+// writing the transaction of occurrences due soon (Config.FireAhead as
+// defaulted); zero when it never writes ahead. Urgency can count up to
+// that much for a burst that is on time.
+func (e *Engine) Ahead() time.Duration { return max(e.cfg.FireAhead, 0) }
+
+// Pressure is Urgency, and, once a transaction of fires that pressed
+// commits, how long they had pressed, for as long again as writing it
+// took (at least pace.Settle): the consumers of the fired events read
+// them then, at about the pace they were written. What work in the
+// background (the recorder, the dashboard) watches to give way, so that
+// it does not take the cores from them either, even when it was waiting
+// on something else (the recorder for records, which only the commit
+// brings) while the fires pressed. The recorder, resuming 200 ms after
+// the commit of a burst of 100,000 written ahead, stored its executions
+// while an outside consumer still read the burst (BenchmarkBurstFromOutside,
+// embedded, p99 505–576 ms in the slower runs).
+func (e *Engine) Pressure() time.Duration {
+	now := e.cfg.Clock.Now().UnixMilli()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var p int64
+	for _, r := range e.runners {
+		p = max(p, r.pressing(now, true))
+		if now < r.settledAt.Load() {
+			p = max(p, r.pressed.Load())
+		}
+	}
+	return time.Duration(p) * time.Millisecond
+}
+
 func (e *Engine) pressing(ahead bool) time.Duration {
 	now := e.cfg.Clock.Now().UnixMilli()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var late int64
 	for _, r := range e.runners {
-		late = max(late, now-r.due.Load())
-		if since := r.aheadSince.Load(); ahead && since != 0 {
-			late = max(late, now-since)
-		}
+		late = max(late, r.pressing(now, ahead))
 	}
 	return time.Duration(late) * time.Millisecond
+}
+
+// pressing is how long the runner's fires have pressed at now (see
+// Engine.Urgency; only its lateness unless ahead), in milliseconds.
+func (r *runner) pressing(now int64, ahead bool) int64 {
+	late := max(now-r.due.Load(), 0)
+	if since := r.aheadSince.Load(); ahead && since != 0 {
+		late = max(late, now-since)
+	}
+	return late
+}
+
+// settle notes, as a transaction of fires commits, how long they pressed,
+// for Engine.Pressure to count while their consumers read them.
+func (r *runner) settle() {
+	now := r.e.cfg.Clock.Now().UnixMilli()
+	r.pressed.Store(r.pressing(now, true))
+	r.settledAt.Store(now + max(pace.Settle, r.wrote).Milliseconds())
 }
 
 func (e *Engine) assign(ctx context.Context, ps []int32) {

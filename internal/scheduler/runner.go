@@ -118,6 +118,14 @@ type runner struct {
 	aheadSince atomic.Int64
 	perFire    time.Duration
 	fixed      time.Duration
+	// wrote is how long writing the last transaction took, from the
+	// start of building it to its records written. After a transaction
+	// of fires that pressed (see Engine.Pressure), pressed is how long
+	// they had pressed as it committed and settledAt when that stops
+	// counting (epoch ms, the engine's clock).
+	wrote     time.Duration
+	pressed   atomic.Int64
+	settledAt atomic.Int64
 	// arena holds what a transaction writes (see arena.go); change and
 	// fires what it is built from, kept until the next one is.
 	arena  arena

@@ -36,10 +36,10 @@ type RecorderConfig struct {
 	// stored and how far behind the recorder still is. It runs on the
 	// recorder's goroutine and must be quick.
 	Observe func(Progress)
-	// Late, if set, says how late this node's scheduler fires now
-	// (scheduler.Engine.Lateness). While it fires later than
+	// Late, if set, says how hard this node's scheduler's fires press
+	// now (scheduler.Engine.Pressure). While they press longer than
 	// Pacing.RecorderLateness, the Recorder gives way: it stores nothing,
-	// waiting at most Pacing.MaxWait for each fetch. It waits between
+	// waiting at most Pacing.MaxWait (and Pacing.Ahead) for each fetch. It waits between
 	// two records, so a burst of fires due waits for one record, not for
 	// a long SQLite transaction begun just before. What it stores is the
 	// console's view: it lags a burst by about the burst's length.
