@@ -367,8 +367,9 @@ func (e *Engine) Ahead() time.Duration { return max(e.cfg.FireAhead, 0) }
 
 // Pressure is Urgency, and, once a transaction of fires that pressed
 // commits, how long they had pressed, for as long again as writing it
-// took (at least pace.Settle): the consumers of the fired events read
-// them then, at about the pace they were written. What work in the
+// took (at least pace.Settle, on the wall clock whatever Config.Clock):
+// the consumers of the fired events read them then, at about the pace
+// they were written. What work in the
 // background (the recorder, the dashboard) watches to give way, so that
 // it does not take the cores from them either, even when it was waiting
 // on something else (the recorder for records, which only the commit
@@ -377,13 +378,13 @@ func (e *Engine) Ahead() time.Duration { return max(e.cfg.FireAhead, 0) }
 // while an outside consumer still read the burst (BenchmarkBurstFromOutside,
 // embedded, p99 505–576 ms in the slower runs).
 func (e *Engine) Pressure() time.Duration {
-	now := e.cfg.Clock.Now().UnixMilli()
+	now, wall := e.cfg.Clock.Now().UnixMilli(), time.Now().UnixMilli()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var p int64
 	for _, r := range e.runners {
 		p = max(p, r.pressing(now, true))
-		if now < r.settledAt.Load() {
+		if wall < r.settledAt.Load() {
 			p = max(p, r.pressed.Load())
 		}
 	}
@@ -414,9 +415,8 @@ func (r *runner) pressing(now int64, ahead bool) int64 {
 // settle notes, as a transaction of fires commits, how long they pressed,
 // for Engine.Pressure to count while their consumers read them.
 func (r *runner) settle() {
-	now := r.e.cfg.Clock.Now().UnixMilli()
-	r.pressed.Store(r.pressing(now, true))
-	r.settledAt.Store(now + max(pace.Settle, r.wrote).Milliseconds())
+	r.pressed.Store(r.pressing(r.e.cfg.Clock.Now().UnixMilli(), true))
+	r.settledAt.Store(time.Now().Add(max(pace.Settle, r.wrote)).UnixMilli())
 }
 
 func (e *Engine) assign(ctx context.Context, ps []int32) {

@@ -122,7 +122,8 @@ type runner struct {
 	// start of building it to its records written. After a transaction
 	// of fires that pressed (see Engine.Pressure), pressed is how long
 	// they had pressed as it committed and settledAt when that stops
-	// counting (epoch ms, the engine's clock).
+	// counting (epoch ms, the wall clock: the consumers read at its
+	// pace, whatever the engine's clock says).
 	wrote     time.Duration
 	pressed   atomic.Int64
 	settledAt atomic.Int64
