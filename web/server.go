@@ -104,7 +104,7 @@ type Config struct {
 	// Pacing.RecorderLateness, the dashboard's timeline and charts,
 	// which read every task, wait to be computed again, and a
 	// computation under way waits between two tasks, at most
-	// Pacing.MaxWait each time: a burst of fires due at the top of a
+	// Pacing.MaxWait plus Pacing.Ahead each time: a burst of fires due at the top of a
 	// minute comes when they are due too.
 	Late   func() time.Duration
 	Pacing pace.Pacing

@@ -4,7 +4,8 @@
 // CPU and the brokers from the fire loop when they come together with
 // fires due, a burst of them above all: they wait while the scheduler
 // fires late, or has been writing a burst's transactions ahead of their
-// due time that long (the scheduler's Urgency), at most MaxWait at a time,
+// due time that long (the scheduler's Urgency), at most MaxWait at a time
+// (the console's work MaxWait plus the scheduler's fire_ahead),
 // so that they always make headway however late it stays. Wait is the
 // files' way; Background the console's, which watches the scheduler's
 // Pressure: its Urgency, and a moment more once a burst has committed,

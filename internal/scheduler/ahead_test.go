@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync/atomic"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,27 +148,14 @@ func writeAhead(t *testing.T, h *harness, e *running, n int, due time.Time) {
 // written ahead and committed at their due time: a read_committed
 // consumer reads none before, and every one once then, stamped with it;
 // meanwhile Urgency counts the runners' wait and Lateness does not, and
-// Pressure counts it on for pace.Settle once they are committed.
+// the runners note how long their fires pressed as they commit, for
+// Pressure to count on while the fires are read; a later on-time commit
+// leaves that window open.
 func TestFiresWrittenAheadCommitAtTheirDueTime(t *testing.T) {
 	h := newHarness(t)
 	jobs := h.watch("jobs")
 	execs := h.watch(h.topics.Executions)
-	// The engine's Pressure as each transaction of fires commits, the
-	// highest.
-	var eng atomic.Pointer[running]
-	var atCommit atomic.Int64
-	e := h.startWith(func(c *Config) {
-		c.OnCommit = func([]int64, time.Time) {
-			if r := eng.Load(); r != nil {
-				for p := int64(r.Pressure()); ; {
-					if was := atCommit.Load(); was >= p || atCommit.CompareAndSwap(was, p) {
-						break
-					}
-				}
-			}
-		}
-	})
-	eng.Store(e)
+	e := h.start()
 	due := h.clock.Now().Add(time.Minute)
 	const n = 200
 	writeAhead(t, h, e, n, due)
@@ -218,9 +206,30 @@ func TestFiresWrittenAheadCommitAtTheirDueTime(t *testing.T) {
 	// once they had about as long as writing it took (the engine's clock
 	// stands still meanwhile).
 	pressed := due.Sub(waitedAt) + 3*time.Millisecond
-	if got := time.Duration(atCommit.Load()); got != pressed {
-		t.Errorf("Pressure %s as the fires committed, want %s, how long they pressed", got, pressed)
+	e.mu.Lock()
+	runners := slices.Collect(maps.Values(e.runners))
+	e.mu.Unlock()
+	var most time.Duration
+	for _, r := range runners {
+		most = max(most, time.Duration(r.pressed.Load())*time.Millisecond)
 	}
+	if most != pressed {
+		t.Errorf("the runners noted their fires pressed %s as they committed, want %s", most, pressed)
+	}
+	// An on-time fire committed while that window is open leaves it as
+	// it is.
+	r := runners[0]
+	open := time.Now().Add(time.Hour).UnixMilli()
+	r.pressed.Store(pressed.Milliseconds())
+	r.settledAt.Store(open)
+	r.settle()
+	if got, until := time.Duration(r.pressed.Load())*time.Millisecond, r.settledAt.Load(); got != pressed || until != open {
+		t.Errorf("an on-time commit in a burst's window left it at %s until %d, want %s until %d", got, until, pressed, open)
+	}
+	if got := e.Pressure(); got != pressed {
+		t.Errorf("Pressure %s in the burst's window, want %s", got, pressed)
+	}
+	r.settledAt.Store(0)
 	kafkatest.Eventually(t, 30*time.Second, "the pressure of the committed fires gone", func() bool { return e.Pressure() == 0 })
 }
 

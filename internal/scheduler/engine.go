@@ -413,10 +413,18 @@ func (r *runner) pressing(now int64, ahead bool) int64 {
 }
 
 // settle notes, as a transaction of fires commits, how long they pressed,
-// for Engine.Pressure to count while their consumers read them.
+// for Engine.Pressure to count while their consumers read them. A window
+// still open is only extended: an on-time fire committed just after a
+// burst does not end the burst's.
 func (r *runner) settle() {
-	r.pressed.Store(r.pressing(r.e.cfg.Clock.Now().UnixMilli(), true))
-	r.settledAt.Store(time.Now().Add(max(pace.Settle, r.wrote)).UnixMilli())
+	now := time.Now()
+	p := r.pressing(r.e.cfg.Clock.Now().UnixMilli(), true)
+	until := now.Add(max(pace.Settle, r.wrote)).UnixMilli()
+	if open := r.settledAt.Load(); now.UnixMilli() < open {
+		p, until = max(p, r.pressed.Load()), max(until, open)
+	}
+	r.pressed.Store(p)
+	r.settledAt.Store(until)
 }
 
 func (e *Engine) assign(ctx context.Context, ps []int32) {

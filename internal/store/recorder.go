@@ -268,8 +268,8 @@ func (r *Recorder) storeRecords(ctx context.Context, recs []*kgo.Record, outcome
 const checkpointRecords = 2_000
 
 // checkpoint copies the WAL into the database file (Store.Checkpoint),
-// once this node's scheduler fires on time, waiting at most
-// Pacing.MaxWait for it: a checkpoint cannot give way once begun. A
+// once this node's scheduler's fires no longer press, waiting at most
+// Pacing.MaxWait plus Pacing.Ahead for it: a checkpoint cannot give way once begun. A
 // failure is only logged: the next one, or the writer's own, copies what
 // this one did not.
 func (r *Recorder) checkpoint(ctx context.Context) {

@@ -12,7 +12,7 @@ import (
 )
 
 // TestRecorderGivesWayToLateFires: while the node's scheduler fires late,
-// and for pace.Settle after, the records read wait to be stored, at most
+// the records read wait to be stored, at most
 // MaxWait at a time; a scheduler that turns late while records are being
 // stored has the recorder wait before the next record, with nothing
 // committed meanwhile.
